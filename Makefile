@@ -1,0 +1,98 @@
+# xlatefs: build, test, benchmark, install.
+#
+#   make                 libxlatefs.a, ./git-xlate (and ./xlatefs once fs/ lands)
+#   make check           unit, oracle and corruption tests; ends "N passed, N failed"
+#   make check SANITIZE=1    the same under AddressSanitizer + UBSan
+#   make bench           speed against stock git, side by side
+#   make demo            the built-in example (see README.md)
+#   make install         PREFIX=/usr/local, DESTDIR=
+#   make DEVELOPER=1     strict warnings as errors
+#
+# Object files sit next to their sources.  The flags in force are kept in
+# .build-flags, so changing SANITIZE or CFLAGS rebuilds everything.
+
+PREFIX ?= /usr/local
+BINDIR = $(PREFIX)/bin
+MANDIR = $(PREFIX)/share/man/man1
+
+CC ?= cc
+PKG_CONFIG ?= pkg-config
+CFLAGS ?= -O2 -g
+PKGS = zlib libcrypto sqlite3
+FUSE_PKG = fuse3
+
+BASE_CFLAGS = -std=gnu11 -pthread -D_GNU_SOURCE -MMD -MP -Wall -Wextra \
+	-Wno-unused-parameter -Wno-sign-compare
+DEV_CFLAGS = -Werror -Wmissing-prototypes -Wstrict-prototypes -Wvla \
+	-Wwrite-strings -Wold-style-definition -fno-common -Wformat-security \
+	-Wshadow -Wpointer-arith
+ifeq ($(DEVELOPER),1)
+BASE_CFLAGS += $(DEV_CFLAGS)
+endif
+ifneq ($(SANITIZE),)
+ifeq ($(SANITIZE),1)
+SANITIZE := address,undefined
+endif
+BASE_CFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer \
+	-fno-sanitize-recover=all
+SAN_LDFLAGS = -fsanitize=$(SANITIZE)
+endif
+
+PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS))
+PKG_LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS))
+ALL_CFLAGS = $(BASE_CFLAGS) $(PKG_CFLAGS) $(CFLAGS)
+ALL_LDFLAGS = -pthread $(SAN_LDFLAGS) $(LDFLAGS)
+
+LIB = libxlatefs.a
+LIB_SRCS = $(wildcard odb/*.c cache/*.c) $(filter-out xlate/main.c xlate/cat-file.c,$(wildcard xlate/*.c))
+CLI_SRCS = xlate/main.c xlate/cat-file.c
+UNIT_SRCS = $(wildcard tests/unit/t-*.c)
+UNIT_BINS = $(UNIT_SRCS:.c=)
+HARNESS_OBJ = tests/unit/harness.o
+
+LIB_OBJS = $(LIB_SRCS:.c=.o)
+CLI_OBJS = $(CLI_SRCS:.c=.o)
+ALL_OBJS = $(LIB_OBJS) $(CLI_OBJS) $(HARNESS_OBJ) $(UNIT_SRCS:.c=.o)
+
+PROGRAMS = git-xlate
+
+all: $(PROGRAMS)
+
+.build-flags: FORCE
+	@echo '$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS)' | cmp -s - $@ || \
+		echo '$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS)' > $@
+
+%.o: %.c .build-flags
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(LIB): $(LIB_OBJS)
+	$(RM) $@
+	$(AR) rcs $@ $^
+
+git-xlate: $(CLI_OBJS) $(LIB)
+	$(CC) $(ALL_LDFLAGS) -o $@ $(CLI_OBJS) $(LIB) $(PKG_LIBS)
+
+tests/unit/t-%: tests/unit/t-%.o $(HARNESS_OBJ) $(LIB)
+	$(CC) $(ALL_LDFLAGS) -o $@ $< $(HARNESS_OBJ) $(LIB) $(PKG_LIBS)
+
+check: all $(UNIT_BINS)
+	@tests/run-tests.sh $(UNIT_BINS) $(sort $(wildcard tests/t[0-9]*.sh))
+
+bench: all
+	@tests/bench/run.sh
+
+demo: all
+	@tests/demo.sh
+
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)
+	install -m 755 $(PROGRAMS) $(DESTDIR)$(BINDIR)/
+	install -m 644 man/*.1 $(DESTDIR)$(MANDIR)/
+
+clean:
+	$(RM) $(ALL_OBJS) $(ALL_OBJS:.o=.d) $(LIB) $(PROGRAMS) $(UNIT_BINS) .build-flags
+
+.PHONY: all check bench demo install clean FORCE
+.DELETE_ON_ERROR:
+
+-include $(ALL_OBJS:.o=.d)

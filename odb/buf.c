@@ -1,0 +1,121 @@
+/*
+ * buf.c: the growable byte buffer; invariants in odb.h.
+ */
+#include "odb.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+char buf_empty_[1];
+
+void buf_init(struct buf *b)
+{
+	b->buf = buf_empty_;
+	b->len = 0;
+	b->alloc = 0;
+}
+
+void buf_release(struct buf *b)
+{
+	if (b->alloc)
+		free(b->buf);
+	buf_init(b);
+}
+
+char *buf_detach(struct buf *b, size_t *len)
+{
+	char *p = b->alloc ? b->buf : calloc(1, 1);
+
+	if (len)
+		*len = b->len;
+	buf_init(b);
+	return p;
+}
+
+int buf_grow(struct buf *b, size_t extra)
+{
+	size_t need, alloc;
+	char *p;
+
+	if (size_add(b->len, extra, &need) || size_add(need, 1, &need))
+		return XL_ETOOBIG;
+	if (need <= b->alloc)
+		return 0;
+	alloc = b->alloc < 64 ? 64 : b->alloc;
+	while (alloc < need) {
+		if (alloc > SIZE_MAX / 3 * 2) {
+			alloc = need;
+			break;
+		}
+		alloc = alloc / 2 * 3;
+	}
+	p = realloc(b->alloc ? b->buf : NULL, alloc);
+	if (!p)
+		return err_set(XL_ENOMEM, "out of memory (%zu bytes)", alloc);
+	if (!b->alloc)
+		p[0] = '\0';
+	b->buf = p;
+	b->alloc = alloc;
+	return 0;
+}
+
+int buf_add(struct buf *b, const void *data, size_t len)
+{
+	int ret = buf_grow(b, len);
+
+	if (ret)
+		return ret;
+	if (len)
+		memcpy(b->buf + b->len, data, len);
+	b->len += len;
+	b->buf[b->len] = '\0';
+	return 0;
+}
+
+int buf_addstr(struct buf *b, const char *s)
+{
+	return buf_add(b, s, strlen(s));
+}
+
+int buf_addch(struct buf *b, int c)
+{
+	char ch = (char)c;
+
+	return buf_add(b, &ch, 1);
+}
+
+int buf_addf(struct buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n, ret;
+
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return err_set(XL_EINVALID, "bad format string");
+	ret = buf_grow(b, (size_t)n);
+	if (ret)
+		return ret;
+	va_start(ap, fmt);
+	vsnprintf(b->buf + b->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
+	return 0;
+}
+
+int buf_setlen(struct buf *b, size_t len)
+{
+	if (!b->alloc) {
+		if (len)
+			return err_set(XL_EINVALID, "buf_setlen past allocation");
+		return 0;
+	}
+	if (len >= b->alloc)
+		return err_set(XL_EINVALID, "buf_setlen past allocation");
+	b->len = len;
+	b->buf[len] = '\0';
+	return 0;
+}

@@ -1,0 +1,779 @@
+/*
+ * odb.c: the object database of one repository.
+ *
+ * Sources are the repository's objects directory and its alternates
+ * (objects/info/alternates, followed breadth-first to a depth of 5 as
+ * Git does, each directory once).  Each source has packs and loose
+ * objects.  A lookup tries the packs, most recently useful first, then
+ * loose files, and when both miss it rescans the pack directories once
+ * (a `git gc` may just have moved the object into a new pack) before
+ * answering "not found".
+ *
+ * Packs are only ever added, never closed before odb_close(): a reader
+ * that found an object in a pack may use the pack without any lock, and
+ * delta-cache keys (pack pointers) can never be recycled.  A pack whose
+ * files cannot be opened is remembered with its reason, so a missing
+ * object can be blamed on it ("not found; pack X is unreadable: ...")
+ * instead of silently reported missing.
+ *
+ * Git pretends the empty tree exists in every repository; so do we.
+ */
+#include "odb_i.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <zlib.h>
+
+#define ALTERNATE_DEPTH 5
+
+struct broken_pack {
+	char *path;
+	char *reason;
+	struct broken_pack *next;
+};
+
+static const unsigned char empty_tree_sha1[20] = {
+	0x4b, 0x82, 0x5d, 0xc6, 0x42, 0xcb, 0x6e, 0xb9, 0xa0, 0x60,
+	0xe5, 0x4b, 0xf8, 0xd6, 0x92, 0x88, 0xfb, 0xee, 0x49, 0x04,
+};
+static const unsigned char empty_tree_sha256[32] = {
+	0x6e, 0xf1, 0x9b, 0x41, 0x22, 0x5c, 0x53, 0x69, 0xf1, 0xc1, 0x04,
+	0xd4, 0x5d, 0x8d, 0x85, 0xef, 0xa9, 0xb0, 0x57, 0xb5, 0x3b, 0x14,
+	0xb4, 0xb9, 0xb9, 0x39, 0xdd, 0x74, 0xde, 0xcc, 0x53, 0x21,
+};
+
+static int is_empty_tree(const struct oid *oid)
+{
+	if (oid->algo->id == HASH_SHA1)
+		return !memcmp(oid->hash, empty_tree_sha1, 20);
+	return !memcmp(oid->hash, empty_tree_sha256, 32);
+}
+
+/* ---- sources and alternates ----------------------------------------- */
+
+static int source_add(struct odb *odb, const char *dir, int depth)
+{
+	struct odb_source **pp = &odb->sources, *s;
+	struct buf abs = BUF_INIT;
+	struct stat st;
+	int ret;
+
+	if ((ret = path_absolute(&abs, dir)))
+		return ret;
+	for (; *pp; pp = &(*pp)->next)
+		if (!strcmp((*pp)->objdir, abs.buf)) {
+			buf_release(&abs);
+			return 0;	/* already known */
+		}
+	if (stat(abs.buf, &st) || !S_ISDIR(st.st_mode)) {
+		ret = err_set(XL_ENOTFOUND, "object directory %s does not exist",
+			      abs.buf);
+		buf_release(&abs);
+		return ret;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		buf_release(&abs);
+		return err_set(XL_ENOMEM, "out of memory");
+	}
+	s->objdir = buf_detach(&abs, NULL);
+	s->depth = depth;
+	*pp = s;
+	return 0;
+}
+
+/*
+ * Read objects/info/alternates of `src`: one directory per line, absolute
+ * or relative to src's objects directory, '#' comments.  Git also
+ * accepts C-quoted lines; those start with '"' and are unquoted here.
+ */
+static int source_read_alternates(struct odb *odb, struct odb_source *src)
+{
+	struct buf path = BUF_INIT, text = BUF_INIT, dir = BUF_INIT;
+	const char *p, *end;
+	int ret;
+
+	path_join(&path, src->objdir, "info/alternates");
+	ret = file_read(path.buf, 1 << 20, &text);
+	buf_release(&path);
+	if (ret == XL_ENOTFOUND) {
+		err_clear();
+		return 0;
+	}
+	if (ret)
+		return ret;
+	if (src->depth >= ALTERNATE_DEPTH) {
+		/* Git ignores stores nested deeper, with a warning */
+		buf_release(&text);
+		return 0;
+	}
+	for (p = text.buf, end = text.buf + text.len; p < end;) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+		struct buf line = BUF_INIT;
+
+		buf_add(&line, p, n);
+		p += n + (nl ? 1 : 0);
+		while (line.len && (line.buf[line.len - 1] == '\r' ||
+				    line.buf[line.len - 1] == ' '))
+			buf_setlen(&line, line.len - 1);
+		if (!line.len || line.buf[0] == '#') {
+			buf_release(&line);
+			continue;
+		}
+		if (line.buf[0] == '/')
+			ret = buf_addstr(&dir, line.buf);
+		else
+			ret = path_join(&dir, src->objdir, line.buf);
+		buf_release(&line);
+		if (ret)
+			break;
+		ret = source_add(odb, dir.buf, src->depth + 1);
+		buf_reset(&dir);
+		if (ret == XL_ENOTFOUND) {
+			/* Git warns about a dead alternate and goes on */
+			err_clear();
+			ret = 0;
+		}
+		if (ret)
+			break;
+	}
+	buf_release(&dir);
+	buf_release(&text);
+	return ret;
+}
+
+/* ---- packs ---------------------------------------------------------- */
+
+static int pack_known(struct odb *odb, const char *idx_path)
+{
+	size_t n = strlen(idx_path) - 4;
+
+	for (struct pack *p = odb->packs; p; p = p->next)
+		if (!strncmp(p->path, idx_path, n) && !strcmp(p->path + n, ".pack"))
+			return 1;
+	return 0;
+}
+
+static struct broken_pack **broken_head(struct odb *odb);
+
+static int broken_known(struct odb *odb, const char *path)
+{
+	for (struct broken_pack *b = *broken_head(odb); b; b = b->next)
+		if (!strcmp(b->path, path))
+			return 1;
+	return 0;
+}
+
+/*
+ * Scan each source's pack directory for .idx files we have not opened.
+ * Caller holds odb->lock for writing.
+ */
+static int odb_scan_packs(struct odb *odb)
+{
+	for (struct odb_source *s = odb->sources; s; s = s->next) {
+		struct buf dir = BUF_INIT, path = BUF_INIT;
+		struct dirent *de;
+		DIR *d;
+
+		path_join(&dir, s->objdir, "pack");
+		d = opendir(dir.buf);
+		if (!d) {
+			buf_release(&dir);
+			continue;
+		}
+		while ((de = readdir(d))) {
+			size_t n = strlen(de->d_name);
+			struct pack *pack;
+			int ret;
+
+			if (n < 5 || strcmp(de->d_name + n - 4, ".idx"))
+				continue;
+			path_join(&path, dir.buf, de->d_name);
+			if (pack_known(odb, path.buf) || broken_known(odb, path.buf))
+				continue;
+			ret = pack_open(&pack, path.buf, odb->algo, odb->cache);
+			if (ret == XL_ENOTFOUND) {
+				/* an .idx without its .pack: a repack in flight */
+				err_clear();
+				continue;
+			}
+			if (ret) {
+				struct broken_pack *b = calloc(1, sizeof(*b));
+
+				if (b) {
+					b->path = strdup(path.buf);
+					b->reason = strdup(err_msg());
+					b->next = *broken_head(odb);
+					*broken_head(odb) = b;
+				}
+				err_clear();
+				continue;
+			}
+			pack->next = odb->packs;
+			odb->packs = pack;
+		}
+		closedir(d);
+		buf_release(&path);
+		buf_release(&dir);
+	}
+	return 0;
+}
+
+/* ---- open and close ------------------------------------------------- */
+
+struct odb_full {
+	struct odb odb;
+	struct broken_pack *broken;	/* guarded by odb.lock */
+};
+
+static struct broken_pack **broken_head(struct odb *odb)
+{
+	return &((struct odb_full *)odb)->broken;
+}
+
+int odb_open(struct odb **out, const char *objdir,
+	     const struct hash_algo *algo)
+{
+	struct odb_full *full = calloc(1, sizeof(*full));
+	struct odb *odb = &full->odb;
+	int ret;
+
+	*out = NULL;
+	if (!full)
+		return err_set(XL_ENOMEM, "out of memory");
+	odb->algo = algo;
+	pthread_rwlock_init(&odb->lock, NULL);
+	odb->cache = delta_cache_new(ODB_DELTA_CACHE_DEFAULT);
+	if (!odb->cache) {
+		ret = err_set(XL_ENOMEM, "out of memory");
+		goto fail;
+	}
+	if ((ret = source_add(odb, objdir, 0)))
+		goto fail;
+	/*
+	 * Breadth-first over alternates: source_add() appends, so this
+	 * loop visits each store once, with no recursion.
+	 */
+	for (struct odb_source *s = odb->sources; s; s = s->next)
+		if ((ret = source_read_alternates(odb, s)))
+			goto fail;
+	odb_scan_packs(odb);
+	*out = odb;
+	return 0;
+fail:
+	odb_close(odb);
+	return ret;
+}
+
+void odb_close(struct odb *odb)
+{
+	struct odb_full *full = (struct odb_full *)odb;
+
+	if (!odb)
+		return;
+	while (odb->packs) {
+		struct pack *p = odb->packs;
+
+		odb->packs = p->next;
+		pack_close(p);
+	}
+	while (full->broken) {
+		struct broken_pack *b = full->broken;
+
+		full->broken = b->next;
+		free(b->path);
+		free(b->reason);
+		free(b);
+	}
+	while (odb->sources) {
+		struct odb_source *s = odb->sources;
+
+		odb->sources = s->next;
+		free(s->objdir);
+		free(s);
+	}
+	delta_cache_free(odb->cache);
+	pthread_rwlock_destroy(&odb->lock);
+	free(full);
+}
+
+int odb_refresh(struct odb *odb)
+{
+	int ret;
+
+	pthread_rwlock_wrlock(&odb->lock);
+	ret = odb_scan_packs(odb);
+	pthread_rwlock_unlock(&odb->lock);
+	return ret;
+}
+
+void odb_set_delta_cache_limit(struct odb *odb, size_t bytes)
+{
+	delta_cache_set_budget(odb->cache, bytes);
+}
+
+/* ---- lookup --------------------------------------------------------- */
+
+/*
+ * Find the pack entry for oid.  Packs are never freed while the odb
+ * lives, so the returned pointer needs no lock.
+ */
+static int odb_find_packed(struct odb *odb, const struct oid *oid,
+			   struct pack **pack_out, uint64_t *offset)
+{
+	int ret = XL_ENOTFOUND;
+
+	pthread_rwlock_rdlock(&odb->lock);
+	for (struct pack *p = odb->packs; p; p = p->next) {
+		uint32_t pos;
+
+		if (idx_find(&p->idx, oid->hash, &pos))
+			continue;
+		ret = idx_offset(&p->idx, pos, offset);
+		if (ret)
+			err_wrap("%s", p->path);
+		*pack_out = p;
+		break;
+	}
+	pthread_rwlock_unlock(&odb->lock);
+	return ret;
+}
+
+static int odb_not_found(struct odb *odb, const struct oid *oid)
+{
+	char hex[OID_HEXSZ_MAX + 1];
+	struct broken_pack *b;
+	int ret;
+
+	oid_to_hex_r(hex, oid);
+	pthread_rwlock_rdlock(&odb->lock);
+	b = *broken_head(odb);
+	if (b)
+		ret = ERR_CORRUPT("object %s not found; pack index %s is unreadable: %s",
+				  hex, b->path, b->reason);
+	else
+		ret = err_set(XL_ENOTFOUND, "object %s not found", hex);
+	pthread_rwlock_unlock(&odb->lock);
+	return ret;
+}
+
+enum odb_where { ODB_PACKED, ODB_LOOSE };
+
+struct odb_loc {
+	enum odb_where where;
+	struct pack *pack;
+	uint64_t offset;
+	const char *objdir;
+};
+
+/* Where is oid?  Tries packs, loose, then packs again after a rescan. */
+static int odb_locate(struct odb *odb, const struct oid *oid,
+		      struct odb_loc *loc)
+{
+	int ret;
+
+	for (int pass = 0; pass < 2; pass++) {
+		ret = odb_find_packed(odb, oid, &loc->pack, &loc->offset);
+		if (ret != XL_ENOTFOUND) {
+			loc->where = ODB_PACKED;
+			return ret;
+		}
+		if (pass)
+			break;
+		for (struct odb_source *s = odb->sources; s; s = s->next) {
+			if (loose_has(s->objdir, oid)) {
+				loc->where = ODB_LOOSE;
+				loc->objdir = s->objdir;
+				return 0;
+			}
+		}
+		odb_refresh(odb);
+	}
+	return odb_not_found(odb, oid);
+}
+
+static int odb_wrap(const struct oid *oid, int ret)
+{
+	char hex[OID_HEXSZ_MAX + 1];
+
+	if (ret && ret != XL_ENOTFOUND)
+		err_wrap("object %s", oid_to_hex_r(hex, oid));
+	return ret;
+}
+
+int odb_read(struct odb *odb, const struct oid *oid, enum obj_type *type,
+	     struct buf *out)
+{
+	struct odb_loc loc;
+	int ret;
+
+	buf_reset(out);
+	if ((ret = odb_locate(odb, oid, &loc))) {
+		if (ret == XL_ENOTFOUND && is_empty_tree(oid)) {
+			err_clear();
+			*type = OBJ_TREE;
+			return 0;
+		}
+		return ret;
+	}
+	if (loc.where == ODB_PACKED)
+		ret = pack_read(loc.pack, loc.offset, type, out);
+	else
+		ret = loose_read(loc.objdir, oid, type, out);
+	return odb_wrap(oid, ret);
+}
+
+int odb_read_header(struct odb *odb, const struct oid *oid,
+		    enum obj_type *type, size_t *size)
+{
+	struct odb_loc loc;
+	enum obj_type t;
+	size_t s;
+	int ret;
+
+	if ((ret = odb_locate(odb, oid, &loc))) {
+		if (ret == XL_ENOTFOUND && is_empty_tree(oid)) {
+			err_clear();
+			t = OBJ_TREE;
+			s = 0;
+			ret = 0;
+			goto out;
+		}
+		return ret;
+	}
+	if (loc.where == ODB_PACKED)
+		ret = pack_read_header(loc.pack, loc.offset, &t, &s);
+	else
+		ret = loose_read_header(loc.objdir, oid, &t, &s);
+	if (ret)
+		return odb_wrap(oid, ret);
+out:
+	if (type)
+		*type = t;
+	if (size)
+		*size = s;
+	return 0;
+}
+
+int odb_has(struct odb *odb, const struct oid *oid)
+{
+	struct odb_loc loc;
+
+	if (!odb_locate(odb, oid, &loc))
+		return 1;
+	err_clear();
+	return is_empty_tree(oid);
+}
+
+/* ---- enumeration ---------------------------------------------------- */
+
+static int cmp_raw32(const void *a, const void *b)
+{
+	return memcmp(a, b, OID_RAWSZ_MAX);
+}
+
+/* All names with first byte b, as sorted unique 32-byte records. */
+static int odb_slice(struct odb *odb, unsigned b, struct buf *names)
+{
+	size_t rawsz = odb->algo->rawsz, n;
+	int ret = 0;
+
+	buf_reset(names);
+	pthread_rwlock_rdlock(&odb->lock);
+	for (struct pack *p = odb->packs; p && !ret; p = p->next) {
+		const struct idx *idx = &p->idx;
+		uint32_t lo = b ? get_be32(idx->fanout + 4 * (b - 1)) : 0;
+		uint32_t hi = get_be32(idx->fanout + 4 * b);
+
+		if ((ret = buf_grow(names, (size_t)(hi - lo) * OID_RAWSZ_MAX)))
+			break;
+		for (uint32_t i = lo; i < hi; i++) {
+			unsigned char *dst = (unsigned char *)names->buf + names->len;
+
+			memcpy(dst, idx_name(idx, i), rawsz);
+			memset(dst + rawsz, 0, OID_RAWSZ_MAX - rawsz);
+			names->len += OID_RAWSZ_MAX;
+		}
+	}
+	pthread_rwlock_unlock(&odb->lock);
+	for (struct odb_source *s = odb->sources; s && !ret; s = s->next)
+		ret = loose_list(s->objdir, odb->algo, b, names);
+	if (ret)
+		return ret;
+	n = names->len / OID_RAWSZ_MAX;
+	qsort(names->buf, n, OID_RAWSZ_MAX, cmp_raw32);
+	/* drop duplicates (an object in two packs, or packed and loose) */
+	if (n > 1) {
+		size_t w = 1;
+
+		for (size_t r = 1; r < n; r++)
+			if (memcmp(names->buf + (w - 1) * OID_RAWSZ_MAX,
+				   names->buf + r * OID_RAWSZ_MAX, OID_RAWSZ_MAX))
+				memmove(names->buf + w++ * OID_RAWSZ_MAX,
+					names->buf + r * OID_RAWSZ_MAX,
+					OID_RAWSZ_MAX);
+		n = w;
+	}
+	names->len = n * OID_RAWSZ_MAX;
+	return 0;
+}
+
+int odb_for_each_object(struct odb *odb, odb_each_fn fn, void *data)
+{
+	struct buf names = BUF_INIT;
+	int ret = 0;
+
+	for (unsigned b = 0; b < 256 && !ret; b++) {
+		if ((ret = odb_slice(odb, b, &names)))
+			break;
+		for (size_t i = 0; i < names.len / OID_RAWSZ_MAX && !ret; i++) {
+			struct oid oid;
+
+			oid_from_raw(&oid, odb->algo,
+				     (unsigned char *)names.buf + i * OID_RAWSZ_MAX);
+			ret = fn(&oid, data);
+		}
+	}
+	buf_release(&names);
+	return ret;
+}
+
+int odb_resolve_prefix(struct odb *odb, const char *hex, size_t len,
+		       struct oid *out)
+{
+	unsigned char want[OID_RAWSZ_MAX] = { 0 };
+	struct buf names = BUF_INIT;
+	size_t full = len / 2, found = 0;
+	int ret;
+
+	if (len < 4 || len > odb->algo->hexsz)
+		return err_set(XL_EINVALID, "'%.*s' is not an abbreviated name",
+			       (int)len, hex);
+	for (size_t i = 0; i < len; i++) {
+		int v = hex_value((unsigned char)hex[i]);
+
+		if (v < 0)
+			return err_set(XL_EINVALID, "'%.*s' is not hex",
+				       (int)len, hex);
+		want[i / 2] |= (unsigned char)(i % 2 ? v : v << 4);
+	}
+	if ((ret = odb_slice(odb, want[0], &names)))
+		return ret;
+	for (size_t i = 0; i < names.len / OID_RAWSZ_MAX; i++) {
+		const unsigned char *n = (unsigned char *)names.buf + i * OID_RAWSZ_MAX;
+
+		if (memcmp(n, want, full))
+			continue;
+		if (len % 2 && (n[full] & 0xf0) != want[full])
+			continue;
+		if (found++ == 0)
+			oid_from_raw(out, odb->algo, n);
+	}
+	buf_release(&names);
+	if (!found)
+		return err_set(XL_ENOTFOUND, "no object named %.*s", (int)len, hex);
+	if (found > 1)
+		return err_set(XL_EAMBIGUOUS, "short name %.*s is ambiguous",
+			       (int)len, hex);
+	return 0;
+}
+
+/* ---- streaming ------------------------------------------------------ */
+
+struct odb_stream {
+	z_stream zs;
+	int zlive;			/* zs initialised */
+	const unsigned char *map;	/* loose file mapping, ours to unmap */
+	size_t map_len;
+	size_t in_left;			/* packed: pack bytes not yet given to zlib */
+	size_t left;			/* content bytes still to hand out */
+	unsigned char pend[64];		/* content inflated with a loose header */
+	size_t pend_off, pend_len;
+	struct buf whole;		/* a rebuilt delta, served from memory */
+	size_t whole_off;
+	int in_memory;
+};
+
+int odb_stream_open(struct odb *odb, const struct oid *oid,
+		    struct odb_stream **out, enum obj_type *type, size_t *size)
+{
+	struct odb_stream *st = calloc(1, sizeof(*st));
+	struct odb_loc loc;
+	struct pack_entry e;
+	int ret;
+
+	*out = NULL;
+	if (!st)
+		return err_set(XL_ENOMEM, "out of memory");
+	buf_init(&st->whole);
+	if ((ret = odb_locate(odb, oid, &loc)))
+		goto fail_plain;
+
+	if (loc.where == ODB_PACKED) {
+		if ((ret = pack_entry_header(loc.pack, loc.offset, &e))) {
+			err_wrap("%s", loc.pack->path);
+			goto fail;
+		}
+		if (e.type == OBJ_OFS_DELTA || e.type == OBJ_REF_DELTA) {
+			/* a delta has to be rebuilt whole, as in Git */
+			if ((ret = pack_read(loc.pack, loc.offset, type,
+					     &st->whole)))
+				goto fail;
+			st->in_memory = 1;
+			*size = st->left = st->whole.len;
+			*out = st;
+			return 0;
+		}
+		if (!inflate_size_plausible(loc.pack->data_end - e.data, e.size)) {
+			ret = ERR_CORRUPT("%s: entry at %llu declares %zu bytes, more than its data can hold",
+					  loc.pack->path,
+					  (unsigned long long)loc.offset, e.size);
+			goto fail;
+		}
+		if (inflateInit(&st->zs) != Z_OK) {
+			ret = err_set(XL_ENOMEM, "zlib: cannot initialise");
+			goto fail;
+		}
+		st->zlive = 1;
+		st->zs.next_in = (unsigned char *)loc.pack->map + e.data;
+		/* the tail of a huge pack is fed in pieces by stream_read */
+		st->zs.avail_in = 0;
+		st->in_left = loc.pack->data_end - e.data;
+		*type = e.type;
+		*size = st->left = e.size;
+		*out = st;
+		return 0;
+	} else {
+		struct buf path = BUF_INIT;
+		size_t hdr_len;
+
+		loose_path(&path, loc.objdir, oid);
+		ret = file_map(path.buf, &st->map, &st->map_len);
+		if (ret) {
+			buf_release(&path);
+			goto fail;
+		}
+		if (inflateInit(&st->zs) != Z_OK) {
+			buf_release(&path);
+			ret = err_set(XL_ENOMEM, "zlib: cannot initialise");
+			goto fail;
+		}
+		st->zlive = 1;
+		st->zs.next_in = (unsigned char *)st->map;
+		st->zs.avail_in = (uInt)(st->map_len < UINT32_MAX ? st->map_len : UINT32_MAX);
+		st->zs.next_out = st->pend;
+		st->zs.avail_out = sizeof(st->pend);
+		/* inflate just the header's worth, then serve what follows */
+		while (st->zs.avail_out && !memchr(st->pend, '\0',
+						    sizeof(st->pend) - st->zs.avail_out)) {
+			int z = inflate(&st->zs, Z_SYNC_FLUSH);
+
+			if (z == Z_STREAM_END)
+				break;
+			if (z != Z_OK) {
+				ret = ERR_CORRUPT("%s: bad compressed data", path.buf);
+				buf_release(&path);
+				goto fail;
+			}
+		}
+		st->pend_len = sizeof(st->pend) - st->zs.avail_out;
+		ret = loose_parse_header(st->pend, st->pend_len, type, size,
+					 &hdr_len);
+		if (!ret && !inflate_size_plausible(st->map_len, *size))
+			ret = ERR_CORRUPT("declares %zu bytes in a %zu-byte file",
+					  *size, st->map_len);
+		if (ret) {
+			err_wrap("%s", path.buf);
+			buf_release(&path);
+			goto fail;
+		}
+		buf_release(&path);
+		st->pend_off = hdr_len;
+		st->left = *size;
+		if (st->pend_len - hdr_len > st->left) {
+			ret = ERR_CORRUPT("loose object longer than its header says");
+			goto fail;
+		}
+		*out = st;
+		return 0;
+	}
+fail:
+	odb_wrap(oid, ret);
+fail_plain:
+	odb_stream_close(st);
+	return ret;
+}
+
+int odb_stream_read(struct odb_stream *st, void *dst, size_t len, size_t *got)
+{
+	unsigned char *d = dst;
+	size_t n = 0;
+
+	*got = 0;
+	if (st->in_memory) {
+		n = st->whole.len - st->whole_off;
+		if (n > len)
+			n = len;
+		memcpy(d, st->whole.buf + st->whole_off, n);
+		st->whole_off += n;
+		*got = n;
+		return 0;
+	}
+	if (st->pend_off < st->pend_len) {
+		n = st->pend_len - st->pend_off;
+		if (n > len)
+			n = len;
+		memcpy(d, st->pend + st->pend_off, n);
+		st->pend_off += n;
+		st->left -= n;
+		*got = n;
+		return 0;
+	}
+	if (!st->left) {
+		return 0;
+	}
+	if (len > st->left)
+		len = st->left;
+	if (len > UINT32_MAX)
+		len = UINT32_MAX;
+	st->zs.next_out = d;
+	st->zs.avail_out = (uInt)len;
+	while (st->zs.avail_out) {
+		int z;
+
+		if (!st->zs.avail_in && !st->map) {
+			/* packed: hand zlib the next piece of the pack */
+			size_t piece = st->in_left < (1u << 30) ? st->in_left : (1u << 30);
+
+			st->zs.avail_in = (uInt)piece;
+			st->in_left -= piece;
+		}
+		z = inflate(&st->zs, Z_SYNC_FLUSH);
+		if (z == Z_STREAM_END)
+			break;
+		if (z != Z_OK)
+			return ERR_CORRUPT("streaming object: bad compressed data");
+	}
+	n = len - st->zs.avail_out;
+	st->left -= n;
+	if (!n || (st->left && st->zs.avail_out))
+		return ERR_CORRUPT("streaming object: data ends %zu bytes early",
+				   st->left);
+	*got = n;
+	return 0;
+}
+
+void odb_stream_close(struct odb_stream *st)
+{
+	if (!st)
+		return;
+	if (st->zlive)
+		inflateEnd(&st->zs);
+	file_unmap(st->map, st->map_len);
+	buf_release(&st->whole);
+	free(st);
+}

@@ -1,0 +1,344 @@
+/*
+ * odb.h: read a Git repository natively (SHA-1 or SHA-256).
+ *
+ * This is the one public header of odb/, the lowest module of xlatefs.
+ * Everything above it (xlate/, cache/, fs/, the git-xlate command) reads
+ * repositories only through what is declared here.  The module never ends
+ * the process, never prints, and never trusts a byte it read from disk:
+ * every function returns 0 or a negative XL_E* code and leaves a
+ * one-line, human-readable reason in a thread-local record (err_msg()).
+ *
+ * What lives here, bottom-up:
+ *   err     integer error codes with a thread-local message
+ *   buf     the one growable byte buffer
+ *   oid     object names of either algorithm, hex, hashing
+ *   repo    discovery (work tree, .git dir, bare, gitdir: file, worktrees),
+ *           config and extensions checked by Git's rules
+ *   odb     objects: loose, packs (.idx v1/v2, deltas), alternates;
+ *           enumeration in name order; streaming of large blobs
+ *   refs    HEAD, loose refs, packed-refs, symbolic refs, reftable
+ *   name    revision names as cat-file takes them (hex, refs, ^{}, ~N, :path)
+ *
+ * Thread safety: a struct repo may be shared by any number of threads
+ * once repo_open() has returned; reads take the locks they need (see the
+ * comments in odb.c and pack.c).  A struct buf or struct odb_stream
+ * belongs to one thread at a time.
+ */
+#ifndef XLATEFS_ODB_H
+#define XLATEFS_ODB_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* ---- errors --------------------------------------------------------- */
+
+enum xl_err {
+	XL_OK = 0,
+	XL_ENOTFOUND = -1,	/* no such object, ref or file */
+	XL_ECORRUPT = -2,	/* bytes on disk break the format */
+	XL_EUNSUPPORTED = -3,	/* valid Git that we refuse (an extension...) */
+	XL_ETOOBIG = -4,	/* over a documented limit */
+	XL_ENOMEM = -5,		/* allocation failed */
+	XL_EIO = -6,		/* a system call failed; errno kept in the message */
+	XL_EAMBIGUOUS = -7,	/* an abbreviated name matches several objects */
+	XL_EINVALID = -8,	/* a malformed argument from the caller */
+};
+
+/*
+ * Record `code` with a printf-style reason for this thread and return
+ * `code`, so that `return err_set(XL_ENOTFOUND, "...")` is the idiom.
+ */
+int err_set(int code, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/*
+ * Corruption goes through one function that also records where the check
+ * lives in our source: one place to break on, and logs that name the rule.
+ */
+int err_corrupt(const char *file, int line, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+#define ERR_CORRUPT(...) err_corrupt(__FILE__, __LINE__, __VA_ARGS__)
+
+/* Like err_set(XL_EIO, ...), with ": strerror(errno)" appended. */
+int err_errno(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* The last reason recorded on this thread ("" if none); borrowed. */
+const char *err_msg(void);
+int err_code(void);
+void err_clear(void);
+
+/*
+ * Prefix the current message with more context ("reading X: <old>"),
+ * keeping the code; returns the code.
+ */
+int err_wrap(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- buffers -------------------------------------------------------- */
+
+/*
+ * A growable byte buffer.  Invariants: `buf` is never NULL (an empty
+ * buffer points at a shared, read-only "\0"), and buf[len] == '\0', so
+ * text can be used as a C string; objects may contain NULs, so lengths
+ * always travel with the pointer.  buf_detach() is the only way to take
+ * ownership of the bytes.
+ */
+struct buf {
+	char *buf;
+	size_t len;
+	size_t alloc;		/* 0 while buf points at the shared empty string */
+};
+
+extern char buf_empty_[];
+#define BUF_INIT { buf_empty_, 0, 0 }
+
+void buf_init(struct buf *b);
+void buf_release(struct buf *b);	/* free, and leave b empty and usable */
+char *buf_detach(struct buf *b, size_t *len);
+int buf_grow(struct buf *b, size_t extra);	/* room for extra more bytes */
+int buf_add(struct buf *b, const void *data, size_t len);
+int buf_addstr(struct buf *b, const char *s);
+int buf_addch(struct buf *b, int c);
+int buf_addf(struct buf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+int buf_setlen(struct buf *b, size_t len);	/* len <= alloc-1 */
+static inline void buf_reset(struct buf *b)
+{
+	if (b->alloc)
+		b->buf[0] = '\0';
+	b->len = 0;
+}
+
+/* Overflow-checked size arithmetic: 0 on success, XL_ETOOBIG on overflow. */
+static inline int size_add(size_t a, size_t b, size_t *out)
+{
+	if (__builtin_add_overflow(a, b, out))
+		return err_set(XL_ETOOBIG, "size overflow (%zu + %zu)", a, b);
+	return 0;
+}
+
+static inline int size_mul(size_t a, size_t b, size_t *out)
+{
+	if (__builtin_mul_overflow(a, b, out))
+		return err_set(XL_ETOOBIG, "size overflow (%zu * %zu)", a, b);
+	return 0;
+}
+
+/* ---- object names --------------------------------------------------- */
+
+enum hash_id { HASH_SHA1 = 1, HASH_SHA256 = 2 };
+
+#define OID_RAWSZ_MAX 32
+#define OID_HEXSZ_MAX 64
+
+struct hash_algo {
+	const char *name;	/* "sha1" or "sha256", as in extensions.objectFormat */
+	enum hash_id id;	/* the number Git writes into .rev/midx headers */
+	size_t rawsz;		/* 20 or 32 */
+	size_t hexsz;		/* 40 or 64 */
+};
+
+extern const struct hash_algo hash_sha1;
+extern const struct hash_algo hash_sha256;
+
+/* NULL if the name is neither "sha1" nor "sha256" (case-sensitive, as Git). */
+const struct hash_algo *hash_algo_by_name(const char *name);
+
+/*
+ * An object name.  `algo` tells how many of the 32 bytes count; the rest
+ * are zero so that whole structs can be compared and hashed.
+ */
+struct oid {
+	unsigned char hash[OID_RAWSZ_MAX];
+	const struct hash_algo *algo;
+};
+
+void oid_from_raw(struct oid *oid, const struct hash_algo *algo,
+		  const unsigned char *raw);
+int oid_cmp(const struct oid *a, const struct oid *b);
+int oid_is_null(const struct oid *oid);
+
+/* Writes algo->hexsz lowercase hex digits and a NUL; returns hex. */
+char *oid_to_hex_r(char *hex, const struct oid *oid);
+
+/*
+ * Parse exactly algo->hexsz hex digits (either case) at `hex`; the byte
+ * after them is not looked at.  Returns 0, or XL_EINVALID.
+ */
+int oid_from_hex(struct oid *oid, const struct hash_algo *algo,
+		 const char *hex);
+int hex_value(int c);	/* 0..15, or -1 */
+
+/*
+ * The name Git gives `content` of `type` ("blob", ...):
+ * H("type len\0" + content).  Returns 0 or XL_ENOMEM.
+ */
+int hash_object(const struct hash_algo *algo, const char *type,
+		 const void *content, size_t len, struct oid *out);
+
+/* ---- object types --------------------------------------------------- */
+
+/* The numbers are Git's pack type codes. */
+enum obj_type {
+	OBJ_NONE = 0,
+	OBJ_COMMIT = 1,
+	OBJ_TREE = 2,
+	OBJ_BLOB = 3,
+	OBJ_TAG = 4,
+	OBJ_OFS_DELTA = 6,
+	OBJ_REF_DELTA = 7,
+};
+
+const char *type_name(enum obj_type type);	/* NULL for non-object types */
+enum obj_type type_from_name(const char *name, size_t len); /* OBJ_NONE if unknown */
+
+/* ---- repositories --------------------------------------------------- */
+
+struct repo;
+struct odb;
+
+enum ref_storage { REF_STORAGE_FILES, REF_STORAGE_REFTABLE };
+
+/*
+ * Open the repository at `path`, as `git -C path` would find it: a work
+ * tree (or a directory inside one), a .git directory, a bare repository,
+ * or a .git file holding "gitdir: ...".  A linked worktree's shared parts
+ * (objects, refs, config) come from its commondir.  The repository format
+ * is checked by Git's rules: a version above 1, an unknown extension in a
+ * version-1 repository, or a v1-only extension in a version-0 one is
+ * refused with XL_EUNSUPPORTED and Git's wording.
+ *
+ * Returns 0, XL_ENOTFOUND (no repository there), XL_EUNSUPPORTED, or
+ * another code for bad files.
+ */
+int repo_open(struct repo **out, const char *path);
+void repo_close(struct repo *repo);
+
+const struct hash_algo *repo_algo(const struct repo *repo);
+/* The compat algorithm from extensions.compatObjectFormat, or NULL. */
+const struct hash_algo *repo_compat_algo(const struct repo *repo);
+const char *repo_gitdir(const struct repo *repo);	/* absolute */
+const char *repo_commondir(const struct repo *repo);	/* absolute */
+const char *repo_objdir(const struct repo *repo);	/* absolute */
+enum ref_storage repo_ref_storage(const struct repo *repo);
+int repo_is_bare(const struct repo *repo);
+struct odb *repo_odb(struct repo *repo);
+
+/* ---- the object database -------------------------------------------- */
+
+/*
+ * Limits on untrusted input.  Each is documented in the README; going
+ * over one gives XL_ETOOBIG naming the object.
+ */
+#define ODB_MAX_DELTA_DEPTH 10000	/* longest delta chain we follow */
+#define ODB_DELTA_CACHE_DEFAULT (96u << 20)	/* bytes of delta bases kept */
+
+/*
+ * Read a whole object into `out` (which is reset first).  On success *type
+ * is a base type and out->len the object's size.
+ * Returns 0, XL_ENOTFOUND, XL_ECORRUPT, XL_ETOOBIG, XL_ENOMEM, XL_EIO.
+ */
+int odb_read(struct odb *odb, const struct oid *oid, enum obj_type *type,
+	     struct buf *out);
+
+/*
+ * Type and size without reading the content (for a delta, the chain's
+ * headers are walked, and only the start of the delta is inflated).
+ * Either output may be NULL.  Same returns as odb_read().
+ */
+int odb_read_header(struct odb *odb, const struct oid *oid,
+		    enum obj_type *type, size_t *size);
+
+/* 1 if the object is in the database, 0 if not (a corrupt index is "not"). */
+int odb_has(struct odb *odb, const struct oid *oid);
+
+/*
+ * Find the one object whose hex name starts with `hex` (len >= 4 digits,
+ * either case).  Returns 0, XL_ENOTFOUND, XL_EAMBIGUOUS or XL_EINVALID.
+ */
+int odb_resolve_prefix(struct odb *odb, const char *hex, size_t len,
+		       struct oid *out);
+
+/*
+ * Call fn for every object in the database once, in name order, across
+ * all packs, loose objects and alternates.  Memory is bounded by the
+ * largest 1/256th slice of names.  A non-zero return from fn stops the
+ * walk and is returned.
+ */
+typedef int (*odb_each_fn)(const struct oid *oid, void *data);
+int odb_for_each_object(struct odb *odb, odb_each_fn fn, void *data);
+
+/* Look again for packs that appeared since the last scan (gc, fetch). */
+int odb_refresh(struct odb *odb);
+
+/* Set the delta-base cache budget in bytes (0 turns the cache off). */
+void odb_set_delta_cache_limit(struct odb *odb, size_t bytes);
+
+/*
+ * Streaming.  A loose object or a non-delta packed object is inflated a
+ * piece at a time, so a blob of any size costs a fixed amount of memory;
+ * a deltified object has to be rebuilt whole first (as in Git).
+ */
+struct odb_stream;
+int odb_stream_open(struct odb *odb, const struct oid *oid,
+		    struct odb_stream **out, enum obj_type *type,
+		    size_t *size);
+/* Up to len bytes into dst; *got is 0 only at the end. */
+int odb_stream_read(struct odb_stream *st, void *dst, size_t len,
+		    size_t *got);
+void odb_stream_close(struct odb_stream *st);
+
+/* ---- refs ----------------------------------------------------------- */
+
+/*
+ * One ref as stored.  For a symbolic ref, `target` is the name it points
+ * at and `oid` is what that resolves to (null if it dangles).  `peeled` is
+ * set (has_peeled) when the backend recorded what an annotated tag peels to.
+ */
+struct ref {
+	char *name;
+	char *target;		/* NULL unless symbolic */
+	struct oid oid;
+	struct oid peeled;
+	int has_peeled;
+};
+
+void ref_release(struct ref *ref);
+
+/*
+ * Read one ref by its full name ("HEAD", "refs/heads/main"), following
+ * symbolic refs (at most 5 levels, as Git).  `out` gets the stored form
+ * of `name` itself, with oid resolved.
+ * Returns 0, XL_ENOTFOUND, XL_ECORRUPT or XL_EIO.
+ */
+int refs_read(struct repo *repo, const char *name, struct ref *out);
+
+/*
+ * Every ref under refs/ (not HEAD), sorted by name as Git sorts
+ * (byte-wise), loose refs overriding packed ones.  The struct passed to fn
+ * is borrowed for the call.  A non-zero return from fn stops the walk.
+ */
+typedef int (*refs_each_fn)(const struct ref *ref, void *data);
+int refs_for_each(struct repo *repo, refs_each_fn fn, void *data);
+
+/* ---- names as cat-file takes them ----------------------------------- */
+
+/*
+ * Resolve a revision name: full or abbreviated hex, a ref (with Git's
+ * DWIM rules: NAME, refs/NAME, refs/tags/NAME, refs/heads/NAME,
+ * refs/remotes/NAME, refs/remotes/NAME/HEAD), HEAD or @, followed by any
+ * of ^{}, ^{type}, ^N, ~N, and an optional :path into a tree.
+ * Returns 0, XL_ENOTFOUND, XL_EAMBIGUOUS, XL_ECORRUPT...
+ */
+int repo_resolve_name(struct repo *repo, const char *name, struct oid *out);
+
+/*
+ * Peel `oid` through tags (and from a commit to its tree) until an
+ * object of type `want` (OBJ_NONE: the first non-tag) is reached, as
+ * `git cat-file TYPE` does.  Returns 0 or XL_ENOTFOUND if the chain ends
+ * at another type.
+ */
+int repo_peel(struct repo *repo, const struct oid *oid, enum obj_type want,
+	      struct oid *out);
+
+#endif

@@ -1,0 +1,91 @@
+# lib.sh: helpers for the shell tests, sourced by tests/t*.sh.
+#
+# Each test script prints TAP lines ("ok N - desc", "not ok N - desc",
+# "ok N - desc # SKIP why") and ends with test_done.  It runs in a private
+# scratch directory ($TRASH) that is removed on exit unless XL_KEEP=1.
+# The project's binaries are found through $XL_TOP (the checkout).
+
+set -u
+XL_TOP=${XL_TOP:-$(cd "$(dirname "$0")/.." && pwd)}
+XL=$XL_TOP/git-xlate
+export XL_TOP XL
+TRASH=$(mktemp -d "${TMPDIR:-/tmp}/xlatefs-test.XXXXXX")
+test_count=0
+test_failed=0
+
+cleanup_trash() {
+	if [ "${XL_KEEP:-0}" = 1 ]; then
+		echo "# kept $TRASH"
+	else
+		rm -rf "$TRASH"
+	fi
+}
+trap cleanup_trash EXIT
+
+# Pinned identity and dates: twin repositories must hash alike.
+export GIT_AUTHOR_NAME='A U Thor' GIT_AUTHOR_EMAIL='author@example.com'
+export GIT_COMMITTER_NAME='C O Mitter' GIT_COMMITTER_EMAIL='committer@example.com'
+export GIT_AUTHOR_DATE='1112354055 +0200' GIT_COMMITTER_DATE='1112354055 +0200'
+export GIT_CONFIG_NOSYSTEM=1 HOME=$TRASH
+git config --global init.defaultBranch main
+git config --global gc.auto 0
+git config --global safe.directory '*'
+
+ok() {
+	test_count=$((test_count + 1))
+	echo "ok $test_count - $*"
+}
+
+not_ok() {
+	test_count=$((test_count + 1))
+	test_failed=$((test_failed + 1))
+	echo "not ok $test_count - $*"
+}
+
+skip() {
+	test_count=$((test_count + 1))
+	echo "ok $test_count - $1 # SKIP $2"
+}
+
+# expect DESC CMD...: pass when CMD succeeds; on failure show its output.
+expect() {
+	desc=$1
+	shift
+	if out=$("$@" 2>&1); then
+		ok "$desc"
+	else
+		not_ok "$desc"
+		printf '%s\n' "$out" | head -20 | sed 's/^/# /'
+	fi
+}
+
+# expect_fail DESC CMD...: pass when CMD fails (but is not killed by a signal).
+expect_fail() {
+	desc=$1
+	shift
+	"$@" >"$TRASH/.out" 2>&1
+	rc=$?
+	if [ $rc -ne 0 ] && [ $rc -lt 128 ]; then
+		ok "$desc"
+	else
+		not_ok "$desc (exit $rc)"
+		head -20 "$TRASH/.out" | sed 's/^/# /'
+	fi
+}
+
+# same_file DESC A B: the two files are byte-identical.
+same_file() {
+	if cmp -s "$2" "$3"; then
+		ok "$1"
+	else
+		not_ok "$1"
+		cmp "$2" "$3" 2>&1 | sed 's/^/# /'
+		diff <(head -c 20000 "$2" | cat -v) <(head -c 20000 "$3" | cat -v) 2>/dev/null |
+			head -10 | sed 's/^/# /'
+	fi
+}
+
+test_done() {
+	echo "1..$test_count"
+	[ "$test_failed" -eq 0 ]
+}

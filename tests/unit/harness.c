@@ -1,0 +1,102 @@
+/*
+ * harness.c: main() and helpers for the unit tests; see harness.h.
+ */
+#include "harness.h"
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+static int current_failed;	/* set by harness_fail while a test runs */
+
+void harness_fail(const char *file, int line, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stdout, "# %s:%d: check failed: ", file, line);
+	va_start(ap, fmt);
+	vfprintf(stdout, fmt, ap);
+	va_end(ap);
+	fputc('\n', stdout);
+	current_failed = 1;
+}
+
+struct guard {
+	void *base;
+	size_t total;
+};
+
+void *guarded_copy(const void *data, size_t n)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t body = (n + sizeof(struct guard) + page - 1) / page * page;
+	size_t total = body + page;
+	unsigned char *base, *p;
+	struct guard g;
+
+	base = mmap(NULL, total, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (base == MAP_FAILED)
+		abort();
+	if (mprotect(base + body, page, PROT_NONE))
+		abort();
+	p = base + body - n;
+	g.base = base;
+	g.total = total;
+	memcpy(base, &g, sizeof(g));
+	if (n)
+		memcpy(p, data, n);
+	return p;
+}
+
+void guarded_free(void *p)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	unsigned char *base = (unsigned char *)((uintptr_t)p & ~(page - 1));
+	struct guard g;
+
+	/* the header sits at the start of the first page: walk back to it */
+	for (;;) {
+		memcpy(&g, base, sizeof(g));
+		if (g.base == base)
+			break;
+		base -= page;
+	}
+	munmap(g.base, g.total);
+}
+
+const char *test_data_dir(void)
+{
+	const char *d = getenv("XL_TEST_DATA");
+
+	return d && *d ? d : "tests";
+}
+
+int main(int argc, char **argv)
+{
+	int n = 0, failed = 0;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	for (const struct test *t = tests; t->name; t++) {
+		if (argc > 1) {
+			int want = 0;
+
+			for (int i = 1; i < argc; i++)
+				if (!strcmp(argv[i], t->name))
+					want = 1;
+			if (!want)
+				continue;
+		}
+		current_failed = 0;
+		t->fn();
+		n++;
+		printf("%sok %d - %s\n", current_failed ? "not " : "", n,
+		       t->name);
+		failed += current_failed;
+	}
+	printf("1..%d\n", n);
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,57 @@
+/*
+ * cli.h: what the git-xlate subcommands share (inside xlate/ only).
+ */
+#ifndef XLATEFS_CLI_H
+#define XLATEFS_CLI_H
+
+#include "../odb/odb.h"
+
+#include <string.h>
+
+/* Exit codes of the contract (DESIGN.md §3). */
+enum cli_exit {
+	EXIT_OK = 0,
+	EXIT_NOTFOUND = 1,	/* unknown or ambiguous name, unreadable object */
+	EXIT_USAGE = 2,
+};
+
+/* Global options, parsed by main.c before the subcommand. */
+struct cli {
+	const char *repo_path;	/* -C, or GIT_DIR, or "." */
+	struct repo *repo;	/* opened on demand by cli_repo() */
+};
+
+/* Open the repository (once); prints the reason and returns NULL on failure. */
+struct repo *cli_repo(struct cli *cli);
+
+/* "git xlate: <msg>" on stderr; returns code. */
+int cli_error(int code, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* The last odb error as a CLI exit: usage, not found, or other failure. */
+int cli_fail(const char *what);
+
+/*
+ * Buffered writing to a file descriptor: output goes out in large
+ * writes; data larger than the buffer goes straight through.
+ */
+struct out {
+	int fd;
+	char *buf;
+	size_t len, cap;
+	int failed;		/* a write failed (EPIPE...): stop producing */
+};
+
+int out_init(struct out *o, int fd, size_t cap);
+void out_release(struct out *o);
+int out_write(struct out *o, const void *data, size_t len);
+int out_flush(struct out *o);
+
+static inline int out_str(struct out *o, const char *s)
+{
+	return out_write(o, s, strlen(s));
+}
+
+int cmd_cat_file(struct cli *cli, int argc, char **argv);
+
+#endif

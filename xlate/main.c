@@ -1,0 +1,169 @@
+/*
+ * main.c: git-xlate, the command-line face of xlatefs.
+ *
+ *   git xlate [-C REPO] COMMAND [ARGS]
+ *
+ * Git runs `git-xlate` from PATH for `git xlate`.  Exit status: 0 on
+ * success, 1 when a name is unknown or ambiguous or an object cannot be
+ * read, 2 on usage errors; every failure prints one line on stderr.
+ */
+#include "cli.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char usage_text[] =
+	"usage: git xlate [-C REPO] COMMAND [ARGS]\n"
+	"\n"
+	"commands:\n"
+	"   cat-file (-t | -s | -e | -p | TYPE) NAME\n"
+	"   cat-file (--batch | --batch-check)[=FORMAT] [--batch-all-objects] [--buffer]\n"
+	"\n"
+	"See git-xlate(1).\n";
+
+int cli_error(int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("git xlate: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return code;
+}
+
+int cli_fail(const char *what)
+{
+	int code = err_code();
+
+	if (what)
+		cli_error(0, "%s: %s", what, err_msg());
+	else
+		cli_error(0, "%s", err_msg());
+	return code == XL_EINVALID ? EXIT_USAGE : EXIT_NOTFOUND;
+}
+
+struct repo *cli_repo(struct cli *cli)
+{
+	if (!cli->repo && repo_open(&cli->repo, cli->repo_path)) {
+		cli_fail(NULL);
+		return NULL;
+	}
+	return cli->repo;
+}
+
+/* ---- output buffer -------------------------------------------------- */
+
+int out_init(struct out *o, int fd, size_t cap)
+{
+	o->fd = fd;
+	o->len = 0;
+	o->cap = cap;
+	o->failed = 0;
+	o->buf = malloc(cap);
+	return o->buf ? 0 : err_set(XL_ENOMEM, "out of memory");
+}
+
+void out_release(struct out *o)
+{
+	free(o->buf);
+	o->buf = NULL;
+}
+
+static int write_all(struct out *o, const char *p, size_t len)
+{
+	while (len) {
+		ssize_t n = write(o->fd, p, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			o->failed = 1;
+			return err_errno("write error");
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int out_flush(struct out *o)
+{
+	int ret;
+
+	if (o->failed)
+		return XL_EIO;
+	ret = write_all(o, o->buf, o->len);
+	o->len = 0;
+	return ret;
+}
+
+int out_write(struct out *o, const void *data, size_t len)
+{
+	if (o->failed)
+		return XL_EIO;
+	if (len <= o->cap - o->len) {
+		memcpy(o->buf + o->len, data, len);
+		o->len += len;
+		return 0;
+	}
+	if (out_flush(o))
+		return XL_EIO;
+	if (len >= o->cap)
+		return write_all(o, data, len);
+	memcpy(o->buf, data, len);
+	o->len = len;
+	return 0;
+}
+
+/* ---- dispatch ------------------------------------------------------- */
+
+static const struct {
+	const char *name;
+	int (*fn)(struct cli *cli, int argc, char **argv);
+} commands[] = {
+	{ "cat-file", cmd_cat_file },
+};
+
+int main(int argc, char **argv)
+{
+	struct cli cli = { 0 };
+	const char *git_dir = getenv("GIT_DIR");
+	int i, ret;
+
+	/* a closed pipe is an ordinary end of output, reported by write() */
+	signal(SIGPIPE, SIG_IGN);
+	cli.repo_path = git_dir && *git_dir ? git_dir : ".";
+	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
+		if (!strcmp(argv[i], "-C")) {
+			if (++i >= argc)
+				return cli_error(EXIT_USAGE, "-C needs a directory");
+			cli.repo_path = argv[i];
+		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			fputs(usage_text, stdout);
+			return EXIT_OK;
+		} else {
+			fputs(usage_text, stderr);
+			return cli_error(EXIT_USAGE, "unknown option '%s'", argv[i]);
+		}
+	}
+	if (i >= argc) {
+		fputs(usage_text, stderr);
+		return EXIT_USAGE;
+	}
+	for (size_t c = 0; c < sizeof(commands) / sizeof(*commands); c++) {
+		if (strcmp(argv[i], commands[c].name))
+			continue;
+		ret = commands[c].fn(&cli, argc - i, argv + i);
+		repo_close(cli.repo);
+		return ret;
+	}
+	fputs(usage_text, stderr);
+	return cli_error(EXIT_USAGE, "unknown command '%s'", argv[i]);
+}
