@@ -21,7 +21,7 @@
 
 #include <stdlib.h>
 
-#define DC_BUCKETS 4096		/* power of two */
+#define DC_MIN_SLOTS 1024	/* power of two; doubles to keep load <= 1/2 */
 
 struct delta_cache_entry {
 	const struct pack *pack;
@@ -31,24 +31,72 @@ struct delta_cache_entry {
 	size_t len;
 	unsigned refs;			/* guarded by cache->lock */
 	int linked;			/* in the table and the LRU */
-	struct delta_cache_entry *hnext;	/* bucket chain */
 	struct delta_cache_entry *prev, *next;	/* LRU, most recent first */
+};
+
+/*
+ * The table is open-addressed with the key stored in the slot, so a
+ * lookup (a hit or, more often, a miss on the way down a chain) touches
+ * one cache line instead of chasing list nodes.
+ */
+struct dc_slot {
+	uint64_t offset;
+	const struct pack *pack;
+	struct delta_cache_entry *e;	/* NULL: empty */
 };
 
 struct delta_cache {
 	pthread_mutex_t lock;
 	size_t budget;			/* bytes; 0: cache nothing */
 	size_t used;			/* bytes in linked entries */
-	struct delta_cache_entry *buckets[DC_BUCKETS];
+	size_t nr;			/* linked entries */
+	size_t nr_slots;		/* power of two, >= 2 * nr */
+	struct dc_slot *slots;
 	struct delta_cache_entry *head, *tail;
 };
 
-static size_t dc_hash(const struct pack *pack, uint64_t offset)
+static size_t dc_hash(const struct delta_cache *c, const struct pack *pack,
+		      uint64_t offset)
 {
 	uint64_t h = (uint64_t)(uintptr_t)pack * 0x9e3779b97f4a7c15ull;
 
 	h ^= offset * 0xc2b2ae3d27d4eb4full;
-	return (size_t)(h ^ (h >> 29)) & (DC_BUCKETS - 1);
+	h ^= h >> 29;
+	h *= 0xbf58476d1ce4e5b9ull;
+	return (size_t)(h ^ (h >> 32)) & (c->nr_slots - 1);
+}
+
+/* The slot holding (pack, offset), or the empty slot where it would go. */
+static size_t dc_find(const struct delta_cache *c, const struct pack *pack,
+		      uint64_t offset)
+{
+	size_t mask = c->nr_slots - 1, i = dc_hash(c, pack, offset);
+
+	while (c->slots[i].e &&
+	       (c->slots[i].offset != offset || c->slots[i].pack != pack))
+		i = (i + 1) & mask;
+	return i;
+}
+
+/* Double the table when it is half full. */
+static void dc_maybe_grow(struct delta_cache *c)
+{
+	struct dc_slot *old = c->slots;
+	size_t old_n = c->nr_slots;
+
+	if (2 * c->nr < old_n)
+		return;
+	c->slots = calloc(old_n * 2, sizeof(*c->slots));
+	if (!c->slots) {
+		/* keep the old table; dc_put refuses new entries when full */
+		c->slots = old;
+		return;
+	}
+	c->nr_slots = old_n * 2;
+	for (size_t i = 0; i < old_n; i++)
+		if (old[i].e)
+			c->slots[dc_find(c, old[i].pack, old[i].offset)] = old[i];
+	free(old);
 }
 
 struct delta_cache *delta_cache_new(size_t budget)
@@ -57,6 +105,12 @@ struct delta_cache *delta_cache_new(size_t budget)
 
 	if (!c)
 		return NULL;
+	c->nr_slots = DC_MIN_SLOTS;
+	c->slots = calloc(c->nr_slots, sizeof(*c->slots));
+	if (!c->slots) {
+		free(c);
+		return NULL;
+	}
 	pthread_mutex_init(&c->lock, NULL);
 	c->budget = budget;
 	return c;
@@ -68,14 +122,26 @@ static void dc_entry_free(struct delta_cache_entry *e)
 	free(e);
 }
 
-/* Unlink from table and LRU; caller holds the lock. */
+/*
+ * Unlink from table and LRU; caller holds the lock.  Removal from a
+ * linear-probing table shifts later members of the probe run back, so
+ * no tombstones accumulate.
+ */
 static void dc_unlink(struct delta_cache *c, struct delta_cache_entry *e)
 {
-	struct delta_cache_entry **pp = &c->buckets[dc_hash(e->pack, e->offset)];
+	size_t mask = c->nr_slots - 1, i = dc_find(c, e->pack, e->offset), j;
 
-	while (*pp != e)
-		pp = &(*pp)->hnext;
-	*pp = e->hnext;
+	c->slots[i].e = NULL;
+	for (j = (i + 1) & mask; c->slots[j].e; j = (j + 1) & mask) {
+		size_t k = dc_hash(c, c->slots[j].pack, c->slots[j].offset);
+
+		/* move j back to i unless its home lies cyclically in (i, j] */
+		if (i <= j ? (i < k && k <= j) : (i < k || k <= j))
+			continue;
+		c->slots[i] = c->slots[j];
+		c->slots[j].e = NULL;
+		i = j;
+	}
 	if (e->prev)
 		e->prev->next = e->next;
 	else
@@ -86,6 +152,7 @@ static void dc_unlink(struct delta_cache *c, struct delta_cache_entry *e)
 		c->tail = e->prev;
 	e->linked = 0;
 	c->used -= e->len;
+	c->nr--;
 }
 
 /* Evict from the cold end until under budget; caller holds the lock. */
@@ -114,6 +181,7 @@ void delta_cache_free(struct delta_cache *c)
 		dc_entry_free(e);
 	}
 	pthread_mutex_destroy(&c->lock);
+	free(c->slots);
 	free(c);
 }
 
@@ -147,9 +215,7 @@ struct delta_cache_entry *delta_cache_get(struct delta_cache *c,
 	struct delta_cache_entry *e;
 
 	pthread_mutex_lock(&c->lock);
-	for (e = c->buckets[dc_hash(pack, offset)]; e; e = e->hnext)
-		if (e->pack == pack && e->offset == offset)
-			break;
+	e = c->slots[dc_find(c, pack, offset)].e;
 	if (e) {
 		e->refs++;
 		dc_touch(c, e);
@@ -164,7 +230,7 @@ struct delta_cache_entry *delta_cache_put(struct delta_cache *c,
 					  char *data, size_t len)
 {
 	struct delta_cache_entry *e = malloc(sizeof(*e)), *old;
-	size_t h = dc_hash(pack, offset);
+	size_t i;
 
 	if (!e) {
 		free(data);
@@ -177,23 +243,23 @@ struct delta_cache_entry *delta_cache_put(struct delta_cache *c,
 	e->len = len;
 	e->refs = 1;
 	e->linked = 0;
-	e->prev = e->next = e->hnext = NULL;
+	e->prev = e->next = NULL;
 
 	pthread_mutex_lock(&c->lock);
 	/* larger than the whole budget: hand it back uncached */
-	if (len > c->budget)
+	if (len > c->budget || 2 * c->nr >= c->nr_slots)
 		goto out;
-	for (old = c->buckets[h]; old; old = old->hnext)
-		if (old->pack == pack && old->offset == offset)
-			break;
+	old = c->slots[dc_find(c, pack, offset)].e;
 	if (old) {
 		/* another thread rebuilt it meanwhile: the bytes are equal, keep ours */
 		dc_unlink(c, old);
 		if (!old->refs)
 			dc_entry_free(old);
 	}
-	e->hnext = c->buckets[h];
-	c->buckets[h] = e;
+	i = dc_find(c, pack, offset);
+	c->slots[i].pack = pack;
+	c->slots[i].offset = offset;
+	c->slots[i].e = e;
 	e->next = c->head;
 	if (c->head)
 		c->head->prev = e;
@@ -202,7 +268,9 @@ struct delta_cache_entry *delta_cache_put(struct delta_cache *c,
 		c->tail = e;
 	e->linked = 1;
 	c->used += len;
+	c->nr++;
 	dc_shrink(c);
+	dc_maybe_grow(c);
 out:
 	pthread_mutex_unlock(&c->lock);
 	return e;

@@ -9,9 +9,9 @@
  * (a `git gc` may just have moved the object into a new pack) before
  * answering "not found".
  *
- * Packs are only ever added, never closed before odb_close(): a reader
- * that found an object in a pack may use the pack without any lock, and
- * delta-cache keys (pack pointers) can never be recycled.  A pack whose
+ * Packs are only ever added, never closed before odb_close(): readers
+ * walk the pack list and use a pack without any lock (see struct odb),
+ * and delta-cache keys (pack pointers) can never be recycled.  A pack whose
  * files cannot be opened is remembered with its reason, so a missing
  * object can be blamed on it ("not found; pack X is unreadable: ...")
  * instead of silently reported missing.
@@ -170,7 +170,7 @@ static int broken_known(struct odb *odb, const char *path)
 
 /*
  * Scan each source's pack directory for .idx files we have not opened.
- * Caller holds odb->lock for writing.
+ * Caller holds odb->scan_lock.
  */
 static int odb_scan_packs(struct odb *odb)
 {
@@ -213,8 +213,11 @@ static int odb_scan_packs(struct odb *odb)
 				err_clear();
 				continue;
 			}
-			pack->next = odb->packs;
-			odb->packs = pack;
+			/* publish only once the pack is complete */
+			pack->next = atomic_load_explicit(&odb->packs,
+							  memory_order_relaxed);
+			atomic_store_explicit(&odb->packs, pack,
+					      memory_order_release);
 		}
 		closedir(d);
 		buf_release(&path);
@@ -227,7 +230,7 @@ static int odb_scan_packs(struct odb *odb)
 
 struct odb_full {
 	struct odb odb;
-	struct broken_pack *broken;	/* guarded by odb.lock */
+	struct broken_pack *broken;	/* guarded by odb.scan_lock */
 };
 
 static struct broken_pack **broken_head(struct odb *odb)
@@ -246,7 +249,7 @@ int odb_open(struct odb **out, const char *objdir,
 	if (!full)
 		return err_set(XL_ENOMEM, "out of memory");
 	odb->algo = algo;
-	pthread_rwlock_init(&odb->lock, NULL);
+	pthread_mutex_init(&odb->scan_lock, NULL);
 	odb->cache = delta_cache_new(ODB_DELTA_CACHE_DEFAULT);
 	if (!odb->cache) {
 		ret = err_set(XL_ENOMEM, "out of memory");
@@ -275,10 +278,8 @@ void odb_close(struct odb *odb)
 
 	if (!odb)
 		return;
-	while (odb->packs) {
-		struct pack *p = odb->packs;
-
-		odb->packs = p->next;
+	for (struct pack *p = odb->packs, *next; p; p = next) {
+		next = p->next;
 		pack_close(p);
 	}
 	while (full->broken) {
@@ -297,7 +298,7 @@ void odb_close(struct odb *odb)
 		free(s);
 	}
 	delta_cache_free(odb->cache);
-	pthread_rwlock_destroy(&odb->lock);
+	pthread_mutex_destroy(&odb->scan_lock);
 	free(full);
 }
 
@@ -305,9 +306,9 @@ int odb_refresh(struct odb *odb)
 {
 	int ret;
 
-	pthread_rwlock_wrlock(&odb->lock);
+	pthread_mutex_lock(&odb->scan_lock);
 	ret = odb_scan_packs(odb);
-	pthread_rwlock_unlock(&odb->lock);
+	pthread_mutex_unlock(&odb->scan_lock);
 	return ret;
 }
 
@@ -327,8 +328,8 @@ static int odb_find_packed(struct odb *odb, const struct oid *oid,
 {
 	int ret = XL_ENOTFOUND;
 
-	pthread_rwlock_rdlock(&odb->lock);
-	for (struct pack *p = odb->packs; p; p = p->next) {
+	for (struct pack *p = atomic_load_explicit(&odb->packs, memory_order_acquire);
+	     p; p = p->next) {
 		uint32_t pos;
 
 		if (idx_find(&p->idx, oid->hash, &pos))
@@ -339,7 +340,6 @@ static int odb_find_packed(struct odb *odb, const struct oid *oid,
 		*pack_out = p;
 		break;
 	}
-	pthread_rwlock_unlock(&odb->lock);
 	return ret;
 }
 
@@ -350,14 +350,14 @@ static int odb_not_found(struct odb *odb, const struct oid *oid)
 	int ret;
 
 	oid_to_hex_r(hex, oid);
-	pthread_rwlock_rdlock(&odb->lock);
+	pthread_mutex_lock(&odb->scan_lock);
 	b = *broken_head(odb);
 	if (b)
 		ret = ERR_CORRUPT("object %s not found; pack index %s is unreadable: %s",
 				  hex, b->path, b->reason);
 	else
 		ret = err_set(XL_ENOTFOUND, "object %s not found", hex);
-	pthread_rwlock_unlock(&odb->lock);
+	pthread_mutex_unlock(&odb->scan_lock);
 	return ret;
 }
 
@@ -483,8 +483,8 @@ static int odb_slice(struct odb *odb, unsigned b, struct buf *names)
 	int ret = 0;
 
 	buf_reset(names);
-	pthread_rwlock_rdlock(&odb->lock);
-	for (struct pack *p = odb->packs; p && !ret; p = p->next) {
+	for (struct pack *p = atomic_load_explicit(&odb->packs, memory_order_acquire);
+	     p && !ret; p = p->next) {
 		const struct idx *idx = &p->idx;
 		uint32_t lo = b ? get_be32(idx->fanout + 4 * (b - 1)) : 0;
 		uint32_t hi = get_be32(idx->fanout + 4 * b);
@@ -499,7 +499,6 @@ static int odb_slice(struct odb *odb, unsigned b, struct buf *names)
 			names->len += OID_RAWSZ_MAX;
 		}
 	}
-	pthread_rwlock_unlock(&odb->lock);
 	for (struct odb_source *s = odb->sources; s && !ret; s = s->next)
 		ret = loose_list(s->objdir, odb->algo, b, names);
 	if (ret)

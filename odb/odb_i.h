@@ -291,8 +291,13 @@ struct odb_source {
 struct odb {
 	const struct hash_algo *algo;	/* immutable */
 	struct odb_source *sources;	/* immutable after open: ours, then alternates */
-	pthread_rwlock_t lock;		/* guards packs (the list and its order) */
-	struct pack *packs;		/* protected by lock */
+	/*
+	 * Packs are only ever pushed on the front and never removed while
+	 * the odb lives, so readers walk the list with one acquire load and
+	 * no lock; scan_lock serialises the writers (rescans).
+	 */
+	pthread_mutex_t scan_lock;
+	struct pack *_Atomic packs;
 	struct delta_cache *cache;	/* has its own lock */
 };
 
