@@ -76,7 +76,16 @@ int err_wrap(const char *fmt, ...)
 	vsnprintf(err_text, sizeof(err_text), fmt, ap);
 	va_end(ap);
 	n = strlen(err_text);
-	snprintf(err_text + n, sizeof(err_text) - n, ": %s", old);
+	/* append ": old", cut to fit (snprintf would warn about the cut) */
+	if (n + 2 < sizeof(err_text)) {
+		size_t room = sizeof(err_text) - n - 3, m = strlen(old);
+
+		memcpy(err_text + n, ": ", 2);
+		if (m > room)
+			m = room;
+		memcpy(err_text + n + 2, old, m);
+		err_text[n + 2 + m] = '\0';
+	}
 	return err_last;
 }
 

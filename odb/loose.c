@@ -104,7 +104,9 @@ int loose_read(const char *objdir, const struct oid *oid,
 	    (ret = buf_grow(&all, total)))
 		goto out;
 	if ((ret = inflate_exact(map, map_len, all.buf, total, &used))) {
-		err_wrap("%s", path.buf);
+		/* zlib counted header bytes too; say what the header claimed */
+		err_wrap("%s (header: %s of %zu bytes)", path.buf,
+			 type_name(*type), size);
 		goto out;
 	}
 	if (used != map_len) {
