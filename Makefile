@@ -11,6 +11,7 @@
 # Object files sit next to their sources.  The flags in force are kept in
 # .build-flags, so changing SANITIZE or CFLAGS rebuilds everything.
 
+comma := ,
 PREFIX ?= /usr/local
 BINDIR = $(PREFIX)/bin
 MANDIR = $(PREFIX)/share/man/man1
@@ -30,12 +31,11 @@ ifeq ($(DEVELOPER),1)
 BASE_CFLAGS += $(DEV_CFLAGS)
 endif
 ifneq ($(SANITIZE),)
-ifeq ($(SANITIZE),1)
-SANITIZE := address,undefined
-endif
-BASE_CFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer \
+# SANITIZE=1 means the usual pair; any other value is passed through
+SAN_LIST = $(if $(filter 1,$(SANITIZE)),address$(comma)undefined,$(SANITIZE))
+BASE_CFLAGS += -fsanitize=$(SAN_LIST) -fno-omit-frame-pointer \
 	-fno-sanitize-recover=all
-SAN_LDFLAGS = -fsanitize=$(SANITIZE)
+SAN_LDFLAGS = -fsanitize=$(SAN_LIST)
 endif
 
 PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS))

@@ -427,6 +427,47 @@ int odb_read(struct odb *odb, const struct oid *oid, enum obj_type *type,
 	return odb_wrap(oid, ret);
 }
 
+int odb_read_small(struct odb *odb, const struct oid *oid,
+		   enum obj_type *type, size_t *size, struct buf *out,
+		   size_t limit)
+{
+	struct pack_entry e;
+	struct odb_loc loc;
+	int ret;
+
+	buf_reset(out);
+	if ((ret = odb_locate(odb, oid, &loc))) {
+		if (ret == XL_ENOTFOUND && is_empty_tree(oid)) {
+			err_clear();
+			*type = OBJ_TREE;
+			*size = 0;
+			return 0;
+		}
+		return ret;
+	}
+	if (loc.where == ODB_PACKED) {
+		if ((ret = pack_entry_header(loc.pack, loc.offset, &e))) {
+			err_wrap("%s", loc.pack->path);
+			return odb_wrap(oid, ret);
+		}
+		if (e.size > limit && e.type != OBJ_OFS_DELTA &&
+		    e.type != OBJ_REF_DELTA) {
+			*type = e.type;
+			*size = e.size;
+			return 1;
+		}
+		ret = pack_read(loc.pack, loc.offset, type, out);
+	} else {
+		if ((ret = loose_read_header(loc.objdir, oid, type, size)))
+			return odb_wrap(oid, ret);
+		if (*size > limit)
+			return 1;
+		ret = loose_read(loc.objdir, oid, type, out);
+	}
+	*size = out->len;
+	return odb_wrap(oid, ret);
+}
+
 int odb_read_header(struct odb *odb, const struct oid *oid,
 		    enum obj_type *type, size_t *size)
 {

@@ -242,6 +242,17 @@ int odb_read(struct odb *odb, const struct oid *oid, enum obj_type *type,
 	     struct buf *out);
 
 /*
+ * Like odb_read(), but an object bigger than `limit` that could be
+ * streamed (odb_stream_open) is not read: the function returns 1 with
+ * *type and *size set and `out` empty.  Otherwise it returns what
+ * odb_read() does, with *size = out->len.  This lets a caller read the
+ * common small object with one lookup and stream the rare huge one.
+ */
+int odb_read_small(struct odb *odb, const struct oid *oid,
+		   enum obj_type *type, size_t *size, struct buf *out,
+		   size_t limit);
+
+/*
  * Type and size without reading the content (for a delta, the chain's
  * headers are walked, and only the start of the delta is inflated).
  * Either output may be NULL.  Same returns as odb_read().

@@ -324,20 +324,15 @@ static int batch_object(struct batch *b, const struct oid *oid,
 		batch_header(b, oid, type, size, rest);
 		return 0;
 	}
-	/*
-	 * One read gives type, size and content; only a blob too big to
-	 * hold is looked at first and streamed.
-	 */
-	if ((ret = odb_read_header(odb, oid, &type, &size)))
+	/* one lookup for the usual object; a huge one is streamed */
+	ret = odb_read_small(odb, oid, &type, &size, &b->obj, STREAM_MIN);
+	if (ret < 0)
 		return ret;
-	if (type == OBJ_BLOB && size >= STREAM_MIN) {
-		batch_header(b, oid, type, size, rest);
+	batch_header(b, oid, type, size, rest);
+	if (ret == 1) {
 		if ((ret = stream_object(b->repo, oid, &b->out)))
 			return ret;
 	} else {
-		if ((ret = odb_read(odb, oid, &type, &b->obj)))
-			return ret;
-		batch_header(b, oid, type, b->obj.len, rest);
 		out_write(&b->out, b->obj.buf, b->obj.len);
 	}
 	return out_write(&b->out, "\n", 1);
