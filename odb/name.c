@@ -190,8 +190,11 @@ static int walk_path(struct repo *repo, struct oid *cur, const char *path)
 {
 	struct buf tree = BUF_INIT;
 	size_t rawsz = repo->algo->rawsz;
-	int ret = 0;
+	int ret;
 
+	/* "rev:" names the tree itself */
+	if ((ret = repo_peel(repo, cur, OBJ_TREE, cur)))
+		return ret;
 	while (*path) {
 		const char *slash = strchr(path, '/');
 		size_t n = slash ? (size_t)(slash - path) : strlen(path);

@@ -338,4 +338,13 @@ int packed_refs_parse(const char *text, size_t len,
 int reftable_read_refs(const char *dir, const struct hash_algo *algo,
 		       struct ref_array *arr);
 
+/*
+ * One table already in memory (`name` for messages): its ref records,
+ * tombstones included (oid.algo NULL), appended to arr in table order.
+ * The unit tests drive the parser through this.
+ */
+int reftable_parse_table(const unsigned char *map, size_t len,
+			 const char *name, const struct hash_algo *algo,
+			 struct ref_array *arr);
+
 #endif

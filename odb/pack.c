@@ -383,25 +383,17 @@ int pack_read_header(struct pack *pack, uint64_t offset,
 {
 	struct chain ch;
 	struct pack_entry e, top = { 0 };
-	struct delta_cache_entry *base;
 	uint64_t cur = offset;
 	int ret;
 
+	/*
+	 * Only the type is wanted from the chain, so it is walked header by
+	 * header without consulting the delta-base cache: in the common
+	 * --batch-check walk nothing is cached, and a lookup per level
+	 * costs more than reading the next header.
+	 */
 	chain_init(&ch);
 	for (;;) {
-		if ((base = delta_cache_get(pack->cache, pack, cur))) {
-			size_t len;
-
-			delta_cache_data(base, &len, type);
-			delta_cache_unref(pack->cache, base);
-			if (cur == offset) {
-				if (size)
-					*size = len;
-				chain_release(&ch);
-				return 0;
-			}
-			break;
-		}
 		if ((ret = pack_entry_header(pack, cur, &e)))
 			goto fail;
 		if (cur == offset)

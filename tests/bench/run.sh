@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# run.sh: every benchmark under tests/bench, one after the other (make bench).
+# Benchmarks print figures beside stock git's; they never fail on speed.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+status=0
+for b in "$here"/*.sh; do
+	[ "$(basename "$b")" = run.sh ] && continue
+	"$b" || status=1
+done
+exit $status
