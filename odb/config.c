@@ -19,33 +19,40 @@
 #include "odb_i.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 struct config_parser {
 	const char *p, *end;
 	const char *origin;
-	int line;
+	int line;		/* of the next character */
+	int last;		/* the character cp_get returned last */
 	struct buf section;	/* "section" or "section.sub", canonical */
 	struct buf key;
 	struct buf value;
 };
 
+/* Git names the line the bad character is on, the newline ending it included. */
 static int cp_error(struct config_parser *cp, const char *what)
 {
-	return ERR_CORRUPT("%s: line %d: %s", cp->origin, cp->line, what);
+	return ERR_CORRUPT("%s: line %d: %s", cp->origin,
+			   cp->line - (cp->last == '\n'), what);
 }
 
+/* The next character, with CRLF read as one newline (as Git does). */
 static int cp_get(struct config_parser *cp)
 {
 	int c;
 
 	if (cp->p >= cp->end)
-		return EOF;
+		return cp->last = EOF;
 	c = (unsigned char)*cp->p++;
+	if (c == '\r' && cp->p < cp->end && *cp->p == '\n')
+		c = (unsigned char)*cp->p++;
 	if (c == '\n')
 		cp->line++;
-	return c;
+	return cp->last = c;
 }
 
 static int cp_peek(struct config_parser *cp)
@@ -101,31 +108,39 @@ static int cp_section(struct config_parser *cp)
 	return 0;
 }
 
-/* The value after '=' up to the end of the line (escapes, quotes, comments). */
+/*
+ * The value after '=' up to the end of the line, as Git reads it: blanks
+ * outside quotes are dropped at the start and the end, and each one
+ * inside the value becomes a space; ';' or '#' outside quotes starts a
+ * comment; a backslash escapes \\ \" n t b or joins the next line.
+ */
 static int cp_value(struct config_parser *cp)
 {
 	int quoted = 0, c;
-	size_t trim = 0;	/* value length without trailing blanks */
+	size_t spaces = 0;	/* blanks seen since the last value byte */
 
 	buf_reset(&cp->value);
-	/* skip leading blanks */
-	while ((c = cp_peek(cp)) == ' ' || c == '\t')
-		cp_get(cp);
 	for (;;) {
 		c = cp_get(cp);
 		if (c == EOF || c == '\n') {
 			if (quoted)
 				return cp_error(cp, "unterminated quoted value");
-			break;
+			return 0;
+		}
+		if (!quoted && isspace(c)) {
+			if (cp->value.len)
+				spaces++;
+			continue;
 		}
 		if (!quoted && (c == ';' || c == '#')) {
 			while ((c = cp_get(cp)) != EOF && c != '\n')
 				;
-			break;
+			return 0;
 		}
+		for (; spaces; spaces--)
+			buf_addch(&cp->value, ' ');
 		if (c == '"') {
 			quoted = !quoted;
-			trim = cp->value.len;
 			continue;
 		}
 		if (c == '\\') {
@@ -142,18 +157,9 @@ static int cp_value(struct config_parser *cp)
 			default:
 				return cp_error(cp, "bad escape in value");
 			}
-			buf_addch(&cp->value, c);
-			trim = cp->value.len;
-			continue;
 		}
-		if (c == '\r' && cp_peek(cp) == '\n')
-			continue;
 		buf_addch(&cp->value, c);
-		if (quoted || (c != ' ' && c != '\t'))
-			trim = cp->value.len;
 	}
-	buf_setlen(&cp->value, trim);
-	return 0;
 }
 
 int config_parse(const char *text, size_t len, const char *origin,
@@ -196,16 +202,13 @@ int config_parse(const char *text, size_t len, const char *origin,
 			buf_addch(&cp.key, tolower(cp_get(&cp)));
 		while ((c = cp_peek(&cp)) == ' ' || c == '\t')
 			cp_get(&cp);
-		c = cp_peek(&cp);
+		/* "key = value", or a bare "key" alone on its line */
+		c = cp_get(&cp);
 		if (c == '=') {
-			cp_get(&cp);
 			if ((ret = cp_value(&cp)))
 				break;
 			ret = fn(cp.key.buf, cp.value.buf, data);
-		} else if (c == EOF || c == '\n' || c == '#' || c == ';' ||
-			   c == '\r') {
-			while ((c = cp_get(&cp)) != EOF && c != '\n')
-				;
+		} else if (c == EOF || c == '\n') {
 			ret = fn(cp.key.buf, NULL, data);
 		} else {
 			ret = cp_error(&cp, "bad config line");
@@ -243,7 +246,10 @@ int config_int(const char *v, long long *out)
 
 	if (!v || !*v)
 		return err_set(XL_EINVALID, "empty integer");
+	errno = 0;
 	n = strtoll(v, &end, 0);
+	if (errno == ERANGE || end == v)
+		return err_set(XL_EINVALID, "bad integer '%s'", v);
 	switch (*end) {
 	case 'k': case 'K': mul = 1024; end++; break;
 	case 'm': case 'M': mul = 1024 * 1024; end++; break;

@@ -31,9 +31,10 @@ int delta_sizes(const unsigned char **pp, const unsigned char *end,
 		do {
 			if (p >= end)
 				return ERR_CORRUPT("delta: truncated size header");
-			if (shift > 63)
-				return ERR_CORRUPT("delta: size varint too long");
 			c = *p++;
+			/* bits that would fall off the top of 64 */
+			if (shift > 63 || (shift > 57 && ((c & 0x7f) >> (64 - shift))))
+				return ERR_CORRUPT("delta: size varint too long");
 			v |= (uint64_t)(c & 0x7f) << shift;
 			shift += 7;
 		} while (c & 0x80);

@@ -79,7 +79,7 @@ static int loose_open(const char *path, const unsigned char **map,
 int loose_read(const char *objdir, const struct oid *oid,
 	       enum obj_type *type, struct buf *out)
 {
-	struct buf path = BUF_INIT, all = BUF_INIT;
+	struct buf path = BUF_INIT;
 	unsigned char hdr[LOOSE_HDR_MAX];
 	const unsigned char *map = NULL;
 	size_t map_len, size, got, hdr_len, total, used;
@@ -100,10 +100,11 @@ int loose_read(const char *objdir, const struct oid *oid,
 	 * move the content down: simpler than resuming a stream, and the
 	 * header is a few bytes.
 	 */
+	/* into the caller's buffer, so that a reused buffer is reused */
 	if ((ret = size_add(size, hdr_len, &total)) ||
-	    (ret = buf_grow(&all, total)))
+	    (ret = buf_grow(out, total)))
 		goto out;
-	if ((ret = inflate_exact(map, map_len, all.buf, total, &used))) {
+	if ((ret = inflate_exact(map, map_len, out->buf, total, &used))) {
 		/* zlib counted header bytes too; say what the header claimed */
 		err_wrap("%s (header: %s of %zu bytes)", path.buf,
 			 type_name(*type), size);
@@ -114,14 +115,13 @@ int loose_read(const char *objdir, const struct oid *oid,
 				  path.buf);
 		goto out;
 	}
-	memmove(all.buf, all.buf + hdr_len, size);
-	all.len = size;
-	all.buf[size] = '\0';
-	*out = all;
-	buf_init(&all);
+	memmove(out->buf, out->buf + hdr_len, size);
+	out->len = size;
+	out->buf[size] = '\0';
 out:
+	if (ret)
+		buf_reset(out);
 	file_unmap(map, map_len);
-	buf_release(&all);
 	buf_release(&path);
 	return ret;
 }

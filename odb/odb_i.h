@@ -163,8 +163,9 @@ struct idx {
 };
 
 /*
- * Validate a mapped .idx of either version: the size formula, a
- * non-decreasing fanout, and large-offset indexes in range.  `map` stays
+ * Validate a mapped .idx of either version: the size formula and a
+ * non-decreasing fanout.  (A large-offset index is checked where it is
+ * read, by idx_offset.)  `map` stays
  * owned by the caller.  Returns 0 or XL_ECORRUPT naming `path`.
  */
 int idx_parse(struct idx *idx, const unsigned char *map, size_t len,

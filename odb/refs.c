@@ -144,7 +144,7 @@ int packed_refs_parse(const char *text, size_t len,
 		      struct ref_array *arr)
 {
 	const char *p = text, *end = text + len;
-	int line = 0, ret;
+	int line = 0, ret, last_peeled = 0;
 
 	while (p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -158,13 +158,17 @@ int packed_refs_parse(const char *text, size_t len,
 		if (!n || p[0] == '#') {
 			/* "# pack-refs with: peeled fully-peeled sorted" */
 		} else if (p[0] == '^') {
-			if (!arr->nr || n != 1 + algo->hexsz)
-				return ERR_CORRUPT("%s: line %d: bad peeled line",
+			/* peels the ref on the line before, and only once */
+			if (!arr->nr || n != 1 + algo->hexsz || last_peeled)
+				return ERR_CORRUPT("%s: line %d: unexpected peeled line",
 						   origin, line);
 			if (oid_from_hex(&arr->refs[arr->nr - 1].peeled, algo, p + 1))
 				return ERR_CORRUPT("%s: line %d: bad peeled name",
 						   origin, line);
 			arr->refs[arr->nr - 1].has_peeled = 1;
+			last_peeled = 1;
+			p = nl ? nl + 1 : end;
+			continue;
 		} else {
 			if (n < algo->hexsz + 2 || p[algo->hexsz] != ' ' ||
 			    n - algo->hexsz - 1 >= sizeof(name))
@@ -183,6 +187,7 @@ int packed_refs_parse(const char *text, size_t len,
 			if ((ret = ref_array_push(arr, &ref)))
 				return ret;
 		}
+		last_peeled = 0;
 		p = nl ? nl + 1 : end;
 	}
 	return 0;
@@ -407,7 +412,8 @@ static int refs_follow(struct repo *repo, struct ref *out)
 	char *target = out->target ? strdup(out->target) : NULL;
 	int ret = 0;
 
-	for (int depth = 0; target; depth++) {
+	/* the ref itself was the first of Git's SYMREF_DEPTH reads */
+	for (int depth = 1; target; depth++) {
 		struct ref next;
 
 		if (depth >= SYMREF_DEPTH) {

@@ -32,7 +32,8 @@ struct guard {
 void *guarded_copy(const void *data, size_t n)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	size_t body = (n + sizeof(struct guard) + page - 1) / page * page;
+	/* at least one byte of body, so that p never sits on the guard page */
+	size_t body = (n + sizeof(struct guard) + 1 + page - 1) / page * page;
 	size_t total = body + page;
 	unsigned char *base, *p;
 	struct guard g;
