@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# t0110-repositories.sh: finding and opening repositories as Git does:
+# work trees, subdirectories, .git files, bare repositories, linked
+# worktrees, alternates (relative, absolute, nested), GIT_DIR, and the
+# repository-format rules that make Git refuse a repository.
+
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+cd "$TRASH" || exit 1
+
+# compare NAME ARGS...: git-xlate and git print the same thing for ARGS
+compare() {
+	desc=$1
+	shift
+	git "$@" >expect 2>/dev/null
+	"$XL" "$@" >actual 2>err
+	same_file "$desc" expect actual
+}
+
+git init -q --object-format=sha256 work
+(
+	cd work &&
+	mkdir -p sub/dir &&
+	echo one >sub/dir/file &&
+	git add . && git commit -q -m one &&
+	echo two >>sub/dir/file && git commit -q -a -m two
+) || exit 1
+
+compare "a work tree" -C work cat-file -p HEAD
+compare "a subdirectory of a work tree" -C work/sub/dir cat-file -p HEAD:sub/dir/file
+compare "a .git directory" -C work/.git cat-file -p 'HEAD^{tree}'
+(cd work/sub && "$XL" cat-file -t HEAD >"$TRASH/actual") &&
+	echo commit >expect && same_file "the current directory, searching upwards" expect actual
+GIT_DIR=$TRASH/work/.git "$XL" cat-file -t HEAD~1 >actual 2>&1
+echo commit >expect
+same_file "GIT_DIR" expect actual
+
+git clone -q --bare work bare.git
+compare "a bare repository" -C bare.git cat-file --batch-all-objects --batch
+
+mkdir gitfile && echo "gitdir: ../work/.git" >gitfile/.git
+compare "a .git file with a relative gitdir" -C gitfile cat-file -p HEAD
+git -C gitfile cat-file -p HEAD >expect
+"$XL" -C gitfile/.git cat-file -p HEAD >actual 2>&1
+same_file "a .git file named directly" expect actual
+
+git -C work worktree add -q ../wt -b side 2>/dev/null
+(cd wt && echo three >new && git add new && git commit -q -m three) || exit 1
+compare "a linked worktree: its own HEAD" -C wt cat-file -p HEAD
+compare "a linked worktree: shared objects and refs" -C wt cat-file -p main:sub/dir/file
+compare "the main worktree still sees its HEAD" -C work cat-file -p HEAD
+
+# alternates: relative, absolute and nested
+git init -q --bare --object-format=sha256 alt1.git
+git init -q --bare --object-format=sha256 alt2.git
+git -C work repack -adq
+cp work/.git/objects/pack/* alt2.git/objects/pack/
+echo "$TRASH/alt2.git/objects" >alt1.git/objects/info/alternates
+git init -q --bare --object-format=sha256 borrower.git
+echo "../../alt1.git/objects" >borrower.git/objects/info/alternates
+head=$(git -C work rev-parse main)
+git -C borrower.git update-ref refs/heads/main "$head"
+compare "nested alternates (relative, then absolute)" -C borrower.git cat-file --batch-all-objects --batch
+compare "objects found through alternates by name" -C borrower.git cat-file -p main~1:sub/dir/file
+
+# repository format rules (Git's setup.c)
+git init -q --bare --object-format=sha256 fmt.git
+git -C fmt.git config extensions.worktreeConfig true
+compare "a known extension is accepted" -C fmt.git cat-file --batch-all-objects --batch-check
+git config -f fmt.git/config extensions.somethingNew true
+"$XL" -C fmt.git cat-file --batch-all-objects --batch-check >out 2>err
+rc=$?
+if [ $rc -eq 1 ] && grep -q "unknown repository extension" err && grep -q somethingnew err; then
+	ok "an unknown extension in a version-1 repository is refused"
+else
+	not_ok "an unknown extension in a version-1 repository is refused (rc $rc)"
+	sed 's/^/# /' err
+fi
+git init -q --bare v0.git
+git config -f v0.git/config core.repositoryformatversion 0
+git config -f v0.git/config extensions.somethingNew true
+compare "an unknown extension in a version-0 repository is ignored" -C v0.git cat-file --batch-all-objects --batch-check
+git config -f v0.git/config extensions.objectFormat sha1
+if "$XL" -C v0.git cat-file --batch-all-objects --batch-check >out 2>err; then
+	not_ok "a v1-only extension in a version-0 repository is refused"
+else
+	grep -q "v1-only extension" err && ok "a v1-only extension in a version-0 repository is refused" ||
+		{ not_ok "a v1-only extension in a version-0 repository is refused"; sed 's/^/# /' err; }
+fi
+git config -f fmt.git/config --unset extensions.somethingNew
+git config -f fmt.git/config core.repositoryformatversion 2
+"$XL" -C fmt.git cat-file -t HEAD >out 2>err
+grep -q "Expected git repo version <= 1, found 2" err &&
+	ok "a repository version above 1 is refused" ||
+	{ not_ok "a repository version above 1 is refused"; sed 's/^/# /' err; }
+
+mkdir notrepo
+"$XL" -C notrepo cat-file -t HEAD >out 2>err
+rc=$?
+[ $rc -eq 1 ] && grep -q "not a git repository" err &&
+	ok "outside any repository: exit 1 and a clear message" ||
+	{ not_ok "outside any repository (rc $rc)"; sed 's/^/# /' err; }
+
+# a new pack appearing while a reader runs is picked up on a miss
+git init -q --bare --object-format=sha256 live.git
+git -C work push -q "$TRASH/live.git" main 2>/dev/null
+new=$(cd work && echo four >>sub/dir/file && git commit -q -a -m four && git rev-parse HEAD)
+{
+	echo main
+	sleep 1
+	echo "$new"
+} | {
+	read -r line && echo "$line"
+	git -C work push -q "$TRASH/live.git" main 2>/dev/null
+	cat
+} | "$XL" -C live.git cat-file --batch-check >actual
+printf '%s commit\n' "$(git -C work rev-parse HEAD~1)" >expect
+printf '%s commit\n' "$new" >>expect
+cut -d' ' -f1,2 actual >actual2
+same_file "a pack pushed while cat-file runs is found" expect actual2
+
+test_done
