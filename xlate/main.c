@@ -10,11 +10,13 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char usage_text[] =
@@ -62,6 +64,17 @@ struct repo *cli_repo(struct cli *cli)
 
 int out_init(struct out *o, int fd, size_t cap)
 {
+	struct stat st;
+
+	/*
+	 * Bulk output usually goes down a pipe to another process.  With
+	 * the default 64 KiB pipe every few writes block and both sides
+	 * keep switching; a pipe as large as our buffer lets a whole
+	 * buffer go in one write while the reader catches up.  Best effort:
+	 * the kernel may cap the size (pipe-max-size) or refuse.
+	 */
+	if (!fstat(fd, &st) && S_ISFIFO(st.st_mode))
+		fcntl(fd, F_SETPIPE_SZ, (int)cap);
 	o->fd = fd;
 	o->len = 0;
 	o->cap = cap;
