@@ -7,6 +7,7 @@
 #   make demo            the built-in example (see README.md)
 #   make install         PREFIX=/usr/local, DESTDIR=
 #   make DEVELOPER=1     strict warnings as errors
+#   make V=1             show the full compiler command lines
 #
 # Object files sit next to their sources.  The flags in force are kept in
 # .build-flags, so changing SANITIZE or CFLAGS rebuilds everything.
@@ -56,6 +57,12 @@ ALL_OBJS = $(LIB_OBJS) $(CLI_OBJS) $(HARNESS_OBJ) $(UNIT_SRCS:.c=.o)
 
 PROGRAMS = git-xlate
 
+ifneq ($(V),1)
+QUIET_CC = @echo '   ' CC $@;
+QUIET_AR = @echo '   ' AR $@;
+QUIET_LINK = @echo '   ' LINK $@;
+endif
+
 all: $(PROGRAMS)
 
 .build-flags: FORCE
@@ -63,17 +70,16 @@ all: $(PROGRAMS)
 		echo '$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS)' > $@
 
 %.o: %.c .build-flags
-	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+	$(QUIET_CC)$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 $(LIB): $(LIB_OBJS)
-	$(RM) $@
-	$(AR) rcs $@ $^
+	$(QUIET_AR)$(RM) $@ && $(AR) rcs $@ $^
 
 git-xlate: $(CLI_OBJS) $(LIB)
-	$(CC) $(ALL_LDFLAGS) -o $@ $(CLI_OBJS) $(LIB) $(PKG_LIBS)
+	$(QUIET_LINK)$(CC) $(ALL_LDFLAGS) -o $@ $(CLI_OBJS) $(LIB) $(PKG_LIBS)
 
 tests/unit/t-%: tests/unit/t-%.o $(HARNESS_OBJ) $(LIB)
-	$(CC) $(ALL_LDFLAGS) -o $@ $< $(HARNESS_OBJ) $(LIB) $(PKG_LIBS)
+	$(QUIET_LINK)$(CC) $(ALL_LDFLAGS) -o $@ $< $(HARNESS_OBJ) $(LIB) $(PKG_LIBS)
 
 check: all $(UNIT_BINS)
 	@tests/run-tests.sh $(UNIT_BINS) $(sort $(wildcard tests/t[0-9]*.sh))
@@ -94,5 +100,7 @@ clean:
 
 .PHONY: all check bench demo install clean FORCE
 .DELETE_ON_ERROR:
+# unit test objects are intermediate to make, but keep them for incremental builds
+.SECONDARY: $(UNIT_SRCS:.c=.o) $(HARNESS_OBJ)
 
 -include $(ALL_OBJS:.o=.d)

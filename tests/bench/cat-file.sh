@@ -92,12 +92,18 @@ same_output() {
 	[ $xrc -eq 0 ] || { echo "bench cat-file: git-xlate cat-file $* exited $xrc" >&2; return 1; }
 }
 
-# timeit FILE CMD...: append CMD's wall time in seconds to FILE
+# timeit FILE SINK CMD...: append CMD's wall time in seconds to FILE;
+# SINK "null" writes to /dev/null, "pipe" through a pipe to cat, as a
+# consumer of batch output reads it
 timeit() {
-	f=$1
-	shift
+	f=$1 sink=$2
+	shift 2
 	s=$(date +%s.%N)
-	"$@" >/dev/null </dev/null || die "failed: $*"
+	if [ "$sink" = pipe ]; then
+		"$@" </dev/null | cat >/dev/null || die "failed: $*"
+	else
+		"$@" >/dev/null </dev/null || die "failed: $*"
+	fi
 	e=$(date +%s.%N)
 	echo "$s $e" | awk '{ printf "%.3f\n", $2 - $1 }' >>"$f"
 }
@@ -109,7 +115,9 @@ median() {
 }
 
 status=0
-for mode in --batch --batch-check; do
+for job in "--batch null" "--batch pipe" "--batch-check null"; do
+	set -- $job
+	mode=$1 sink=$2
 	if ! same_output --batch-all-objects "$mode"; then
 		status=1
 		continue
@@ -118,13 +126,15 @@ for mode in --batch --batch-check; do
 	: >"$tmp/t.xl"
 	i=0
 	while [ $i -lt "$runs" ]; do
-		timeit "$tmp/t.git" git -C "$repo" cat-file --batch-all-objects "$mode"
-		timeit "$tmp/t.xl" "$XL" -C "$repo" cat-file --batch-all-objects "$mode"
+		timeit "$tmp/t.git" "$sink" git -C "$repo" cat-file --batch-all-objects "$mode"
+		timeit "$tmp/t.xl" "$sink" "$XL" -C "$repo" cat-file --batch-all-objects "$mode"
 		i=$((i + 1))
 	done
 	mg=$(median "$tmp/t.git")
 	mx=$(median "$tmp/t.xl")
-	echo "cat-file --batch-all-objects $mode  ($nobj objects, SHA-256, $runs runs each)"
+	where=">/dev/null"
+	[ "$sink" = pipe ] && where="| cat >/dev/null"
+	echo "cat-file --batch-all-objects $mode $where  ($nobj objects, SHA-256, $runs runs each)"
 	echo "  git        median $mg s  (runs: $(tr '\n' ' ' <"$tmp/t.git" | sed 's/ $//'))"
 	echo "  git-xlate  median $mx s  (runs: $(tr '\n' ' ' <"$tmp/t.xl" | sed 's/ $//'))"
 	echo "  ratio      $(echo "$mx $mg" | awk '{ if ($2 > 0) printf "%.2f", $1 / $2; else print "n/a" }')"
