@@ -24,7 +24,7 @@ int file_read(const char *path, size_t max, struct buf *out)
 	int fd, ret = 0;
 
 	buf_reset(out);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return open_error(path);
 	if (fstat(fd, &st)) {
@@ -78,7 +78,7 @@ int file_map(const char *path, const unsigned char **map, size_t *len)
 
 	*map = NULL;
 	*len = 0;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return open_error(path);
 	if (fstat(fd, &st)) {

@@ -107,7 +107,6 @@ static int resolve_base(struct repo *repo, const char *s, size_t len,
 			struct oid *out)
 {
 	struct buf name = BUF_INIT;
-	int ret;
 
 	if (len == repo->algo->hexsz && is_hex(s, len))
 		return oid_from_hex(out, repo->algo, s);
@@ -118,30 +117,25 @@ static int resolve_base(struct repo *repo, const char *s, size_t len,
 	if (len && memchr(s, '\0', len) == NULL) {
 		for (size_t i = 0; i < sizeof(dwim_rules) / sizeof(*dwim_rules); i++) {
 			struct ref ref;
+			int unborn;
 
 			buf_reset(&name);
 			buf_addf(&name, dwim_rules[i], (int)len, s);
-			/* the bare rule only for HEAD-like names, as Git */
-			if (i == 0 && strchr(name.buf, '/') == NULL &&
-			    strcmp(name.buf, "HEAD") && strcmp(name.buf, "FETCH_HEAD") &&
-			    strcmp(name.buf, "ORIG_HEAD") && strcmp(name.buf, "MERGE_HEAD"))
+			/*
+			 * As Git, a broken or unborn ref is skipped and the next
+			 * rule tried; bad names never reach the disk (refs.c).
+			 */
+			if (refs_read(repo, name.buf, &ref)) {
+				err_clear();
 				continue;
-			ret = refs_read(repo, name.buf, &ref);
-			if (!ret) {
-				int unborn = oid_is_null(&ref.oid);
-
-				*out = ref.oid;
-				ref_release(&ref);
-				buf_release(&name);
-				if (unborn)
-					return err_set(XL_ENOTFOUND, "%.*s: unborn branch",
-						       (int)len, s);
-				return 0;
 			}
-			if (ret != XL_ENOTFOUND) {
-				buf_release(&name);
-				return ret;
-			}
+			unborn = oid_is_null(&ref.oid);
+			*out = ref.oid;
+			ref_release(&ref);
+			if (unborn)
+				continue;
+			buf_release(&name);
+			return 0;
 		}
 	}
 	buf_release(&name);

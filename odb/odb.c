@@ -87,8 +87,8 @@ static int source_add(struct odb *odb, const char *dir, int depth)
 
 /*
  * Read objects/info/alternates of `src`: one directory per line, absolute
- * or relative to src's objects directory, '#' comments.  Git also
- * accepts C-quoted lines; those start with '"' and are unquoted here.
+ * or relative to src's objects directory, '#' comments.  (Git also
+ * accepts C-quoted lines for odd paths; those are not supported.)
  */
 static int source_read_alternates(struct odb *odb, struct odb_source *src)
 {
@@ -105,7 +105,7 @@ static int source_read_alternates(struct odb *odb, struct odb_source *src)
 	}
 	if (ret)
 		return ret;
-	if (src->depth >= ALTERNATE_DEPTH) {
+	if (src->depth > ALTERNATE_DEPTH) {
 		/* Git ignores stores nested deeper, with a warning */
 		buf_release(&text);
 		return 0;
@@ -160,12 +160,22 @@ static int pack_known(struct odb *odb, const char *idx_path)
 
 static struct broken_pack **broken_head(struct odb *odb);
 
-static int broken_known(struct odb *odb, const char *path)
+/*
+ * Forget the packs that failed to open: each scan tries them again, as
+ * a failure may have been passing (a pack being written, ENOMEM).
+ */
+static void broken_clear(struct odb *odb)
 {
-	for (struct broken_pack *b = *broken_head(odb); b; b = b->next)
-		if (!strcmp(b->path, path))
-			return 1;
-	return 0;
+	struct broken_pack **head = broken_head(odb);
+
+	while (*head) {
+		struct broken_pack *b = *head;
+
+		*head = b->next;
+		free(b->path);
+		free(b->reason);
+		free(b);
+	}
 }
 
 /*
@@ -174,6 +184,7 @@ static int broken_known(struct odb *odb, const char *path)
  */
 static int odb_scan_packs(struct odb *odb)
 {
+	broken_clear(odb);
 	for (struct odb_source *s = odb->sources; s; s = s->next) {
 		struct buf dir = BUF_INIT, path = BUF_INIT;
 		struct dirent *de;
@@ -193,7 +204,7 @@ static int odb_scan_packs(struct odb *odb)
 			if (n < 5 || strcmp(de->d_name + n - 4, ".idx"))
 				continue;
 			path_join(&path, dir.buf, de->d_name);
-			if (pack_known(odb, path.buf) || broken_known(odb, path.buf))
+			if (pack_known(odb, path.buf))
 				continue;
 			ret = pack_open(&pack, path.buf, odb->algo, odb->cache);
 			if (ret == XL_ENOTFOUND) {
@@ -282,14 +293,7 @@ void odb_close(struct odb *odb)
 		next = p->next;
 		pack_close(p);
 	}
-	while (full->broken) {
-		struct broken_pack *b = full->broken;
-
-		full->broken = b->next;
-		free(b->path);
-		free(b->reason);
-		free(b);
-	}
+	broken_clear(odb);
 	while (odb->sources) {
 		struct odb_source *s = odb->sources;
 
@@ -352,9 +356,11 @@ static int odb_not_found(struct odb *odb, const struct oid *oid)
 	oid_to_hex_r(hex, oid);
 	pthread_mutex_lock(&odb->scan_lock);
 	b = *broken_head(odb);
+	/* still "not found", but the broken pack that may hold it is named */
 	if (b)
-		ret = ERR_CORRUPT("object %s not found; pack index %s is unreadable: %s",
-				  hex, b->path, b->reason);
+		ret = err_set(XL_ENOTFOUND,
+			      "object %s not found (pack %s is unreadable: %s)",
+			      hex, b->path, b->reason);
 	else
 		ret = err_set(XL_ENOTFOUND, "object %s not found", hex);
 	pthread_mutex_unlock(&odb->scan_lock);
@@ -408,25 +414,16 @@ static int odb_wrap(const struct oid *oid, int ret)
 int odb_read(struct odb *odb, const struct oid *oid, enum obj_type *type,
 	     struct buf *out)
 {
-	struct odb_loc loc;
-	int ret;
+	size_t size;
 
-	buf_reset(out);
-	if ((ret = odb_locate(odb, oid, &loc))) {
-		if (ret == XL_ENOTFOUND && is_empty_tree(oid)) {
-			err_clear();
-			*type = OBJ_TREE;
-			return 0;
-		}
-		return ret;
-	}
-	if (loc.where == ODB_PACKED)
-		ret = pack_read(loc.pack, loc.offset, type, out);
-	else
-		ret = loose_read(loc.objdir, oid, type, out);
-	return odb_wrap(oid, ret);
+	return odb_read_small(odb, oid, type, &size, out, SIZE_MAX);
 }
 
+/*
+ * The lookups below go round twice when a loose object vanishes between
+ * being found and being read: `git gc` packs it and prunes the file, and
+ * the second round finds it in the new pack.
+ */
 int odb_read_small(struct odb *odb, const struct oid *oid,
 		   enum obj_type *type, size_t *size, struct buf *out,
 		   size_t limit)
@@ -435,34 +432,39 @@ int odb_read_small(struct odb *odb, const struct oid *oid,
 	struct odb_loc loc;
 	int ret;
 
-	buf_reset(out);
-	if ((ret = odb_locate(odb, oid, &loc))) {
-		if (ret == XL_ENOTFOUND && is_empty_tree(oid)) {
-			err_clear();
-			*type = OBJ_TREE;
-			*size = 0;
-			return 0;
+	for (int round = 0;; round++) {
+		buf_reset(out);
+		if ((ret = odb_locate(odb, oid, &loc))) {
+			if (ret == XL_ENOTFOUND && is_empty_tree(oid)) {
+				err_clear();
+				*type = OBJ_TREE;
+				*size = 0;
+				return 0;
+			}
+			return ret;
 		}
-		return ret;
-	}
-	if (loc.where == ODB_PACKED) {
-		if ((ret = pack_entry_header(loc.pack, loc.offset, &e))) {
-			err_wrap("%s", loc.pack->path);
-			return odb_wrap(oid, ret);
+		if (loc.where == ODB_PACKED) {
+			if ((ret = pack_entry_header(loc.pack, loc.offset, &e))) {
+				err_wrap("%s", loc.pack->path);
+				return odb_wrap(oid, ret);
+			}
+			if (e.size > limit && e.type != OBJ_OFS_DELTA &&
+			    e.type != OBJ_REF_DELTA) {
+				*type = e.type;
+				*size = e.size;
+				return 1;
+			}
+			ret = pack_read(loc.pack, loc.offset, type, out);
+			break;
 		}
-		if (e.size > limit && e.type != OBJ_OFS_DELTA &&
-		    e.type != OBJ_REF_DELTA) {
-			*type = e.type;
-			*size = e.size;
+		ret = loose_read_header(loc.objdir, oid, type, size);
+		if (!ret && *size > limit)
 			return 1;
-		}
-		ret = pack_read(loc.pack, loc.offset, type, out);
-	} else {
-		if ((ret = loose_read_header(loc.objdir, oid, type, size)))
-			return odb_wrap(oid, ret);
-		if (*size > limit)
-			return 1;
-		ret = loose_read(loc.objdir, oid, type, out);
+		if (!ret)
+			ret = loose_read(loc.objdir, oid, type, out);
+		if (ret != XL_ENOTFOUND || round)
+			break;
+		odb_refresh(odb);
 	}
 	*size = out->len;
 	return odb_wrap(oid, ret);
@@ -472,27 +474,28 @@ int odb_read_header(struct odb *odb, const struct oid *oid,
 		    enum obj_type *type, size_t *size)
 {
 	struct odb_loc loc;
-	enum obj_type t;
-	size_t s;
+	enum obj_type t = OBJ_TREE;
+	size_t s = 0;
 	int ret;
 
-	if ((ret = odb_locate(odb, oid, &loc))) {
-		if (ret == XL_ENOTFOUND && is_empty_tree(oid)) {
+	for (int round = 0;; round++) {
+		if ((ret = odb_locate(odb, oid, &loc))) {
+			if (ret != XL_ENOTFOUND || !is_empty_tree(oid))
+				return ret;
 			err_clear();
-			t = OBJ_TREE;
-			s = 0;
 			ret = 0;
-			goto out;
+			break;
 		}
-		return ret;
+		if (loc.where == ODB_PACKED)
+			ret = pack_read_header(loc.pack, loc.offset, &t, &s);
+		else
+			ret = loose_read_header(loc.objdir, oid, &t, &s);
+		if (ret != XL_ENOTFOUND || loc.where == ODB_PACKED || round)
+			break;
+		odb_refresh(odb);
 	}
-	if (loc.where == ODB_PACKED)
-		ret = pack_read_header(loc.pack, loc.offset, &t, &s);
-	else
-		ret = loose_read_header(loc.objdir, oid, &t, &s);
 	if (ret)
 		return odb_wrap(oid, ret);
-out:
 	if (type)
 		*type = t;
 	if (size)
@@ -582,6 +585,56 @@ int odb_for_each_object(struct odb *odb, odb_each_fn fn, void *data)
 	return ret;
 }
 
+int odb_for_each_pack(struct odb *odb, odb_pack_fn fn, void *data)
+{
+	int ret = 0;
+
+	for (struct pack *p = atomic_load_explicit(&odb->packs, memory_order_acquire);
+	     p && !ret; p = p->next) {
+		struct odb_pack_info info = { 0 };
+		struct oid sum;
+
+		info.path = p->path;
+		oid_from_raw(&sum, p->algo, p->idx.pack_checksum);
+		oid_to_hex_r(info.checksum, &sum);
+		info.objects = p->idx.nr;
+		info.pack = p;
+		ret = fn(&info, data);
+	}
+	return ret;
+}
+
+void odb_pack_object(const struct odb_pack_info *info, uint32_t i,
+		     struct oid *out)
+{
+	const struct pack *p = info->pack;
+
+	oid_from_raw(out, p->algo, idx_name(&p->idx, i));
+}
+
+int odb_for_each_loose(struct odb *odb, odb_each_fn fn, void *data)
+{
+	struct buf names = BUF_INIT;
+	int ret = 0;
+
+	for (struct odb_source *s = odb->sources; s && !ret; s = s->next) {
+		for (unsigned b = 0; b < 256 && !ret; b++) {
+			buf_reset(&names);
+			if ((ret = loose_list(s->objdir, odb->algo, b, &names)))
+				break;
+			for (size_t i = 0; i < names.len / OID_RAWSZ_MAX && !ret; i++) {
+				struct oid oid;
+
+				oid_from_raw(&oid, odb->algo, (unsigned char *)names.buf +
+					     i * OID_RAWSZ_MAX);
+				ret = fn(&oid, data);
+			}
+		}
+	}
+	buf_release(&names);
+	return ret;
+}
+
 int odb_resolve_prefix(struct odb *odb, const char *hex, size_t len,
 		       struct oid *out)
 {
@@ -627,16 +680,31 @@ int odb_resolve_prefix(struct odb *odb, const char *hex, size_t len,
 struct odb_stream {
 	z_stream zs;
 	int zlive;			/* zs initialised */
+	int loose;			/* no bytes may follow the zlib stream */
+	int finished;			/* the stream's end has been checked */
 	const unsigned char *map;	/* loose file mapping, ours to unmap */
 	size_t map_len;
-	size_t in_left;			/* packed: pack bytes not yet given to zlib */
+	size_t in_left;			/* input not yet given to zlib */
 	size_t left;			/* content bytes still to hand out */
 	unsigned char pend[64];		/* content inflated with a loose header */
 	size_t pend_off, pend_len;
 	struct buf whole;		/* a rebuilt delta, served from memory */
 	size_t whole_off;
 	int in_memory;
+	char hex[OID_HEXSZ_MAX + 1];	/* for messages */
 };
+
+/* Give zlib its next piece of input (it counts in 32 bits). */
+static void stream_feed(struct odb_stream *st)
+{
+	size_t piece;
+
+	if (st->zs.avail_in || !st->in_left)
+		return;
+	piece = st->in_left < ((size_t)1 << 30) ? st->in_left : (size_t)1 << 30;
+	st->zs.avail_in = (uInt)piece;
+	st->in_left -= piece;
+}
 
 int odb_stream_open(struct odb *odb, const struct oid *oid,
 		    struct odb_stream **out, enum obj_type *type, size_t *size)
@@ -644,12 +712,15 @@ int odb_stream_open(struct odb *odb, const struct oid *oid,
 	struct odb_stream *st = calloc(1, sizeof(*st));
 	struct odb_loc loc;
 	struct pack_entry e;
+	struct buf path = BUF_INIT;
+	size_t hdr_len;
 	int ret;
 
 	*out = NULL;
 	if (!st)
 		return err_set(XL_ENOMEM, "out of memory");
 	buf_init(&st->whole);
+	oid_to_hex_r(st->hex, oid);
 	if ((ret = odb_locate(odb, oid, &loc)))
 		goto fail_plain;
 
@@ -680,86 +751,107 @@ int odb_stream_open(struct odb *odb, const struct oid *oid,
 		}
 		st->zlive = 1;
 		st->zs.next_in = (unsigned char *)loc.pack->map + e.data;
-		/* the tail of a huge pack is fed in pieces by stream_read */
-		st->zs.avail_in = 0;
 		st->in_left = loc.pack->data_end - e.data;
 		*type = e.type;
 		*size = st->left = e.size;
 		*out = st;
 		return 0;
-	} else {
-		struct buf path = BUF_INIT;
-		size_t hdr_len;
-
-		loose_path(&path, loc.objdir, oid);
-		ret = file_map(path.buf, &st->map, &st->map_len);
-		if (ret) {
-			buf_release(&path);
-			goto fail;
-		}
-		if (inflateInit(&st->zs) != Z_OK) {
-			buf_release(&path);
-			ret = err_set(XL_ENOMEM, "zlib: cannot initialise");
-			goto fail;
-		}
-		st->zlive = 1;
-		st->zs.next_in = (unsigned char *)st->map;
-		st->zs.avail_in = (uInt)(st->map_len < UINT32_MAX ? st->map_len : UINT32_MAX);
-		st->zs.next_out = st->pend;
-		st->zs.avail_out = sizeof(st->pend);
-		/* inflate just the header's worth, then serve what follows */
-		while (st->zs.avail_out && !memchr(st->pend, '\0',
-						    sizeof(st->pend) - st->zs.avail_out)) {
-			int z = inflate(&st->zs, Z_SYNC_FLUSH);
-
-			if (z == Z_STREAM_END)
-				break;
-			if (z != Z_OK) {
-				ret = ERR_CORRUPT("%s: bad compressed data", path.buf);
-				buf_release(&path);
-				goto fail;
-			}
-		}
-		st->pend_len = sizeof(st->pend) - st->zs.avail_out;
-		ret = loose_parse_header(st->pend, st->pend_len, type, size,
-					 &hdr_len);
-		if (!ret && !inflate_size_plausible(st->map_len, *size))
-			ret = ERR_CORRUPT("declares %zu bytes in a %zu-byte file",
-					  *size, st->map_len);
-		if (ret) {
-			err_wrap("%s", path.buf);
-			buf_release(&path);
-			goto fail;
-		}
-		buf_release(&path);
-		st->pend_off = hdr_len;
-		st->left = *size;
-		if (st->pend_len - hdr_len > st->left) {
-			ret = ERR_CORRUPT("loose object longer than its header says");
-			goto fail;
-		}
-		*out = st;
-		return 0;
 	}
+
+	loose_path(&path, loc.objdir, oid);
+	if ((ret = file_map(path.buf, &st->map, &st->map_len)))
+		goto fail;
+	if (inflateInit(&st->zs) != Z_OK) {
+		ret = err_set(XL_ENOMEM, "zlib: cannot initialise");
+		goto fail;
+	}
+	st->zlive = 1;
+	st->loose = 1;
+	st->zs.next_in = (unsigned char *)st->map;
+	st->in_left = st->map_len;
+	st->zs.next_out = st->pend;
+	st->zs.avail_out = sizeof(st->pend);
+	/* inflate just the header's worth, then serve what follows */
+	while (st->zs.avail_out &&
+	       !memchr(st->pend, '\0', sizeof(st->pend) - st->zs.avail_out)) {
+		int z;
+
+		stream_feed(st);
+		z = inflate(&st->zs, Z_SYNC_FLUSH);
+		if (z == Z_STREAM_END)
+			break;
+		if (z != Z_OK) {
+			ret = ERR_CORRUPT("%s: bad compressed data", path.buf);
+			goto fail;
+		}
+	}
+	st->pend_len = sizeof(st->pend) - st->zs.avail_out;
+	ret = loose_parse_header(st->pend, st->pend_len, type, size, &hdr_len);
+	if (!ret && !inflate_size_plausible(st->map_len, *size))
+		ret = ERR_CORRUPT("declares %zu bytes in a %zu-byte file",
+				  *size, st->map_len);
+	if (!ret && st->pend_len - hdr_len > *size)
+		ret = ERR_CORRUPT("longer than its header says");
+	if (ret) {
+		err_wrap("%s", path.buf);
+		goto fail;
+	}
+	buf_release(&path);
+	st->pend_off = hdr_len;
+	st->left = *size;
+	*out = st;
+	return 0;
 fail:
 	odb_wrap(oid, ret);
 fail_plain:
+	buf_release(&path);
 	odb_stream_close(st);
 	return ret;
+}
+
+/*
+ * All content handed out: the zlib stream must end right here (and, for
+ * a loose file, nothing may follow it), as inflate_exact() requires of
+ * whole reads.
+ */
+static int stream_finish(struct odb_stream *st)
+{
+	unsigned char extra;
+	int z;
+
+	st->finished = 1;
+	if (st->in_memory)
+		return 0;
+	st->zs.next_out = &extra;
+	st->zs.avail_out = 1;
+	do {
+		stream_feed(st);
+		z = inflate(&st->zs, Z_SYNC_FLUSH);
+	} while (z == Z_OK && st->zs.avail_out && (st->zs.avail_in || st->in_left));
+	if (z != Z_STREAM_END || !st->zs.avail_out)
+		return ERR_CORRUPT("object %s: compressed data does not end at the declared size",
+				   st->hex);
+	if (st->loose && (st->zs.avail_in || st->in_left))
+		return ERR_CORRUPT("object %s: garbage after the compressed data",
+				   st->hex);
+	return 0;
 }
 
 int odb_stream_read(struct odb_stream *st, void *dst, size_t len, size_t *got)
 {
 	unsigned char *d = dst;
-	size_t n = 0;
+	size_t n;
 
 	*got = 0;
+	if (!st->left)
+		return st->finished ? 0 : stream_finish(st);
 	if (st->in_memory) {
 		n = st->whole.len - st->whole_off;
 		if (n > len)
 			n = len;
 		memcpy(d, st->whole.buf + st->whole_off, n);
 		st->whole_off += n;
+		st->left -= n;
 		*got = n;
 		return 0;
 	}
@@ -773,9 +865,6 @@ int odb_stream_read(struct odb_stream *st, void *dst, size_t len, size_t *got)
 		*got = n;
 		return 0;
 	}
-	if (!st->left) {
-		return 0;
-	}
 	if (len > st->left)
 		len = st->left;
 	if (len > UINT32_MAX)
@@ -785,24 +874,21 @@ int odb_stream_read(struct odb_stream *st, void *dst, size_t len, size_t *got)
 	while (st->zs.avail_out) {
 		int z;
 
-		if (!st->zs.avail_in && !st->map) {
-			/* packed: hand zlib the next piece of the pack */
-			size_t piece = st->in_left < (1u << 30) ? st->in_left : (1u << 30);
-
-			st->zs.avail_in = (uInt)piece;
-			st->in_left -= piece;
-		}
+		stream_feed(st);
 		z = inflate(&st->zs, Z_SYNC_FLUSH);
 		if (z == Z_STREAM_END)
 			break;
+		if (z == Z_BUF_ERROR && !st->zs.avail_in && !st->in_left)
+			break;	/* input exhausted: reported below */
 		if (z != Z_OK)
-			return ERR_CORRUPT("streaming object: bad compressed data");
+			return ERR_CORRUPT("object %s: bad compressed data",
+					   st->hex);
 	}
 	n = len - st->zs.avail_out;
 	st->left -= n;
 	if (!n || (st->left && st->zs.avail_out))
-		return ERR_CORRUPT("streaming object: data ends %zu bytes early",
-				   st->left);
+		return ERR_CORRUPT("object %s: data ends %zu bytes early",
+				   st->hex, st->left);
 	*got = n;
 	return 0;
 }

@@ -279,6 +279,26 @@ int odb_resolve_prefix(struct odb *odb, const char *hex, size_t len,
 typedef int (*odb_each_fn)(const struct oid *oid, void *data);
 int odb_for_each_object(struct odb *odb, odb_each_fn fn, void *data);
 
+/*
+ * The packs, for callers that keep per-pack state (the translation
+ * cache remembers which packs it has fully processed).  `checksum` is
+ * the pack's trailing hash in hex, the name in pack-<hex>.pack.
+ */
+struct odb_pack_info {
+	const char *path;		/* the .pack file */
+	char checksum[OID_HEXSZ_MAX + 1];
+	uint32_t objects;
+	const void *pack;		/* for odb_pack_object(); opaque */
+};
+
+typedef int (*odb_pack_fn)(const struct odb_pack_info *info, void *data);
+int odb_for_each_pack(struct odb *odb, odb_pack_fn fn, void *data);
+/* The name of the i-th object (i < info->objects) of a pack, in name order. */
+void odb_pack_object(const struct odb_pack_info *info, uint32_t i,
+		     struct oid *out);
+/* Every loose object (of every source), unsorted. */
+int odb_for_each_loose(struct odb *odb, odb_each_fn fn, void *data);
+
 /* Look again for packs that appeared since the last scan (gc, fetch). */
 int odb_refresh(struct odb *odb);
 

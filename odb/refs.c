@@ -137,6 +137,24 @@ static int refname_ok(const char *name)
 	return name[strlen(name) - 1] != '.';
 }
 
+/*
+ * A name we may look up as a ref: Git's format rules, and either under
+ * refs/ or a root ref (HEAD, FETCH_HEAD, CHERRY_PICK_HEAD...: capitals
+ * and underscores).  Nothing else is ever joined to a directory path, so
+ * a crafted symbolic ref cannot point us outside the repository.
+ */
+static int refname_lookup_ok(const char *name)
+{
+	if (!refname_ok(name))
+		return 0;
+	if (!strncmp(name, "refs/", 5))
+		return 1;
+	for (const char *p = name; *p; p++)
+		if (!((*p >= 'A' && *p <= 'Z') || *p == '_'))
+			return 0;
+	return 1;
+}
+
 /* ---- packed-refs ---------------------------------------------------- */
 
 int packed_refs_parse(const char *text, size_t len,
@@ -310,7 +328,14 @@ static int walk_loose(struct repo *repo, const char *base, const char *top,
 			buf_reset(&name);
 			buf_addf(&name, "%s/%s", cur.name, de->d_name);
 			path_join(&path, base, name.buf);
-			if (stat(path.buf, &st))
+			/*
+			 * A symlink to a directory is not descended into: two
+			 * links to "." would make the walk exponential.
+			 */
+			if (lstat(path.buf, &st))
+				continue;
+			if (S_ISLNK(st.st_mode) &&
+			    (stat(path.buf, &st) || S_ISDIR(st.st_mode)))
 				continue;
 			if (S_ISDIR(st.st_mode)) {
 				dirref.name = name.buf;
@@ -380,6 +405,8 @@ static int refs_lookup_raw(struct repo *repo, const char *name,
 	int ret;
 
 	memset(out, 0, sizeof(*out));
+	if (!refname_lookup_ok(name))
+		return err_set(XL_ENOTFOUND, "not a valid ref name: %s", name);
 	if (repo->ref_storage == REF_STORAGE_FILES) {
 		ret = read_loose(repo, name, out);
 		if (ret != XL_ENOTFOUND)

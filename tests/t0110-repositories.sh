@@ -102,6 +102,44 @@ rc=$?
 	ok "outside any repository: exit 1 and a clear message" ||
 	{ not_ok "outside any repository (rc $rc)"; sed 's/^/# /' err; }
 
+# refs that would lead outside the repository are never followed
+echo "ref: refs/heads/../../../../../../../../tmp/xl-evil-$$" >work/.git/refs/heads/evil
+git -C work rev-parse HEAD >"/tmp/xl-evil-$$"
+if "$XL" -C work cat-file -t evil >out 2>&1; then
+	not_ok "a symbolic ref pointing outside the repository is not followed"
+else
+	ok "a symbolic ref pointing outside the repository is not followed"
+fi
+rm -f "/tmp/xl-evil-$$" work/.git/refs/heads/evil
+if "$XL" -C work cat-file -t ../HEAD >out 2>&1 || "$XL" -C work cat-file -t heads/../../HEAD >out 2>&1; then
+	not_ok "names with .. are not refs"
+else
+	ok "names with .. are not refs"
+fi
+mkfifo work/.git/refs/heads/fifo
+timeout 10 "$XL" -C work cat-file --batch-check <<<"fifo" >out 2>&1
+rc=$?
+[ $rc -ne 124 ] && ok "a FIFO among the refs does not hang a reader" ||
+	not_ok "a FIFO among the refs does not hang a reader"
+rm -f work/.git/refs/heads/fifo
+
+# a broken ref is skipped, as Git skips it, and the next rule is tried
+git -C work branch foo main~1
+echo "garbage" >work/.git/refs/tags/foo
+compare "a broken refs/tags/foo does not hide refs/heads/foo" -C work cat-file -p foo
+rm -f work/.git/refs/tags/foo
+git -C work update-ref CHERRY_PICK_HEAD main~1
+compare "root refs such as CHERRY_PICK_HEAD resolve" -C work cat-file -t CHERRY_PICK_HEAD
+
+# symlinked directories among the refs are not walked (no blow-up)
+mkdir -p work/.git/refs/x
+ln -s . work/.git/refs/x/a
+ln -s . work/.git/refs/x/b
+timeout 20 "$XL" -C work cat-file -p 'HEAD~1' >out 2>&1
+[ $? -ne 124 ] && ok "symlink loops among the refs do not blow up" ||
+	not_ok "symlink loops among the refs do not blow up"
+rm -rf work/.git/refs/x
+
 # a new pack appearing while a reader runs is picked up on a miss
 git init -q --bare --object-format=sha256 live.git
 git -C work push -q "$TRASH/live.git" main 2>/dev/null

@@ -340,7 +340,8 @@ TEST(truncated_idx)
 	snprintf(path, sizeof(path), "%s.idx", base);
 	if (truncate(path, 1000))
 		abort();
-	check_error(&blob_oid, XL_ECORRUPT, "pack-test.idx", "too small");
+	/* as Git: the object is missing, and the message names the bad index */
+	check_error(&blob_oid, XL_ENOTFOUND, "pack-test.idx", "too small");
 	remove_repo();
 }
 
@@ -354,7 +355,7 @@ TEST(garbage_idx)
 		junk[i] = (char)(i * 131 + 7);
 	snprintf(path, sizeof(path), "%s.idx", base);
 	write_file(path, junk, sizeof(junk));
-	check_error(&blob_oid, XL_ECORRUPT, "pack-test.idx", NULL);
+	check_error(&blob_oid, XL_ENOTFOUND, "pack-test.idx", NULL);
 	remove_repo();
 }
 
@@ -370,7 +371,7 @@ TEST(bad_pack_header)
 	if (fd < 0 || pwrite(fd, "PACX", 4, 0) != 4)
 		abort();
 	close(fd);
-	check_error(&blob_oid, XL_ECORRUPT, "pack-test.pack", "not a pack");
+	check_error(&blob_oid, XL_ENOTFOUND, "pack-test.pack", "not a pack");
 	remove_repo();
 }
 
@@ -588,6 +589,66 @@ TEST(loose_absurd_size)
 	remove_repo();
 }
 
+/* Stream an object to the end; the result code of the whole read. */
+static int stream_all(const struct oid *oid, size_t *total)
+{
+	struct repo *repo;
+	struct odb_stream *st;
+	enum obj_type type;
+	size_t size, got;
+	char piece[3];
+	int ret;
+
+	*total = 0;
+	if ((ret = repo_open(&repo, repo_dir)))
+		return ret;
+	ret = odb_stream_open(repo_odb(repo), oid, &st, &type, &size);
+	while (!ret && !(ret = odb_stream_read(st, piece, sizeof(piece), &got)) && got)
+		*total += got;
+	if (st)
+		odb_stream_close(st);
+	repo_close(repo);
+	return ret;
+}
+
+TEST(stream_exact_size)
+{
+	struct oid name;
+	size_t n;
+
+	make_repo();
+	fake_name(&name, 50);
+	write_loose(&name, "blob 5\0hello", 12, NULL, 0);
+	CHECK_INT(stream_all(&name, &n), 0);
+	CHECK_INT(n, 5);
+	fake_name(&name, 51);
+	write_loose(&name, "blob 5\0hello!", 13, NULL, 0);
+	CHECK_INT(stream_all(&name, &n), XL_ECORRUPT);
+	fake_name(&name, 52);
+	write_loose(&name, "blob 6\0hello", 12, NULL, 0);
+	CHECK_INT(stream_all(&name, &n), XL_ECORRUPT);
+	fake_name(&name, 53);
+	write_loose(&name, "blob 5\0hello", 12, "junk", 4);
+	CHECK_INT(stream_all(&name, &n), XL_ECORRUPT);
+	/* a long one, inflated across many small reads */
+	{
+		static char big[100000];
+
+		memcpy(big, "blob 99992", 10);
+		big[10] = '\0';
+		for (size_t i = 11; i < sizeof(big) - 3; i++)
+			big[i] = (char)(i * 7);
+		fake_name(&name, 54);
+		write_loose(&name, big, 11 + 99992, NULL, 0);
+		CHECK_INT(stream_all(&name, &n), 0);
+		CHECK_INT(n, 99992);
+		fake_name(&name, 55);
+		write_loose(&name, big, 11 + 99991, NULL, 0);
+		CHECK_INT(stream_all(&name, &n), XL_ECORRUPT);
+	}
+	remove_repo();
+}
+
 TEST(missing_object_is_not_corrupt)
 {
 	char base[600];
@@ -617,6 +678,7 @@ const struct test tests[] = {
 	T(loose_header_garbage),
 	T(loose_trailing_garbage),
 	T(loose_absurd_size),
+	T(stream_exact_size),
 	T(missing_object_is_not_corrupt),
 	{ NULL, NULL },
 };
