@@ -45,8 +45,8 @@ ALL_CFLAGS = $(BASE_CFLAGS) $(PKG_CFLAGS) $(CFLAGS)
 ALL_LDFLAGS = -pthread $(SAN_LDFLAGS) $(LDFLAGS)
 
 LIB = libxlatefs.a
-LIB_SRCS = $(wildcard odb/*.c cache/*.c) $(filter-out xlate/main.c xlate/cat-file.c,$(wildcard xlate/*.c))
-CLI_SRCS = xlate/main.c xlate/cat-file.c
+LIB_SRCS = $(wildcard odb/*.c cache/*.c) $(filter-out $(CLI_SRCS),$(wildcard xlate/*.c))
+CLI_SRCS = xlate/main.c xlate/cat-file.c $(wildcard xlate/cmd-*.c)
 UNIT_SRCS = $(wildcard tests/unit/t-*.c)
 UNIT_BINS = $(UNIT_SRCS:.c=)
 HARNESS_OBJ = tests/unit/harness.o

@@ -222,6 +222,8 @@ const char *repo_commondir(const struct repo *repo);	/* absolute */
 const char *repo_objdir(const struct repo *repo);	/* absolute */
 enum ref_storage repo_ref_storage(const struct repo *repo);
 int repo_is_bare(const struct repo *repo);
+/* core.quotePath: quote names with bytes >= 0x80 when printing (default 1). */
+int repo_quote_path(const struct repo *repo);
 struct odb *repo_odb(struct repo *repo);
 
 /* ---- the object database -------------------------------------------- */

@@ -78,6 +78,7 @@ struct repo {
 	const struct hash_algo *compat_algo;	/* NULL if none */
 	enum ref_storage ref_storage;
 	int bare;
+	int quote_path;		/* core.quotePath (default true) */
 	struct odb *odb;
 };
 
@@ -88,6 +89,7 @@ struct repo_format {
 	const struct hash_algo *compat_algo;
 	enum ref_storage ref_storage;
 	int bare;		/* -1 if unset */
+	int quote_path;		/* core.quotePath; 1 unless set false */
 	struct buf unknown;	/* unknown extensions, "\tname\n" each */
 	struct buf v1_only;	/* v1-only extensions seen */
 	int err;		/* first value error (XL_*), message kept */

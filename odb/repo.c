@@ -47,6 +47,7 @@ void repo_format_init(struct repo_format *fmt)
 	fmt->algo = &hash_sha1;
 	fmt->ref_storage = REF_STORAGE_FILES;
 	fmt->bare = -1;
+	fmt->quote_path = 1;
 	buf_init(&fmt->unknown);
 	buf_init(&fmt->v1_only);
 }
@@ -85,6 +86,10 @@ static int format_cb(const char *key, const char *value, void *data)
 	}
 	if (!strcmp(key, "core.bare")) {
 		fmt->bare = config_bool(value) == 1;
+		return 0;
+	}
+	if (!strcmp(key, "core.quotepath")) {
+		fmt->quote_path = config_bool(value) != 0;
 		return 0;
 	}
 	if (strncmp(key, "extensions.", 11))
@@ -346,6 +351,7 @@ int repo_open(struct repo **out, const char *path)
 	repo->algo = fmt.algo;
 	repo->compat_algo = fmt.compat_algo;
 	repo->ref_storage = fmt.ref_storage;
+	repo->quote_path = fmt.quote_path;
 	repo->gitdir = buf_detach(&gitdir, NULL);
 	repo->commondir = buf_detach(&common, NULL);
 	path_join(&p, repo->commondir, "objects");
@@ -422,6 +428,11 @@ enum ref_storage repo_ref_storage(const struct repo *repo)
 int repo_is_bare(const struct repo *repo)
 {
 	return repo->bare;
+}
+
+int repo_quote_path(const struct repo *repo)
+{
+	return repo->quote_path;
 }
 
 struct odb *repo_odb(struct repo *repo)

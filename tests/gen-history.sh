@@ -16,8 +16,9 @@
 #     refs/heads/orphan, whose first commit has the empty tree);
 #   - annotated tags of commits (v0.N, v1.0), of a tree (tree-tag), of a
 #     blob (blob-tag), a tag of a tag (v1.0-outer), lightweight tags
-#     (light/N, light-head, a non-ASCII one); an unmerged branch (side);
-#     notes (refs/notes/commits);
+#     (light/N, light-head, a non-ASCII one); an unmerged branch (side).
+#     No notes: a notes tree is named by object names, so the SHA-1 and
+#     SHA-256 imports of one stream would not be conversions of each other;
 #   - a symlink (120000, also a dangling one), executables (100755), a mode
 #     change without content change, an empty file, a deleted file and a
 #     deleted directory, a rename;
@@ -405,24 +406,7 @@ BEGIN {
 		}
 		if (i % 25 == 0)
 			printf "reset refs/tags/light/%d\nfrom :%d\n\n", i, head
-		if (i > 40 && i % 400 == 0) {
-			# a note on a commit now and then
-			tick()
-			printf "commit refs/notes/commits\ncommitter %s\n", ident(COMMITTER, tz())
-			data("Notes for " i "\n")
-			printf "N inline :%d\n", head
-			data("Note on commit " i ": " word() "\n")
-			printf "\n"
-		}
 	}
-
-	# notes ref always exists, with a note on the root commit
-	tick()
-	printf "commit refs/notes/commits\ncommitter %s\n", ident(COMMITTER, tz())
-	data("Notes\n")
-	printf "N inline :%d\n", first
-	data("The root commit.\n")
-	printf "\n"
 
 	# ---- tags ----
 	tick()

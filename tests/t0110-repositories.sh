@@ -102,6 +102,13 @@ rc=$?
 	ok "outside any repository: exit 1 and a clear message" ||
 	{ not_ok "outside any repository (rc $rc)"; sed 's/^/# /' err; }
 
+# core.quotePath=false prints non-ASCII names as they are
+(cd work && echo x >"café" && git add "café" && git commit -q -m accent) || exit 1
+compare "core.quotePath (default): non-ASCII names quoted" -C work cat-file -p 'HEAD^{tree}'
+git -C work config core.quotePath false
+compare "core.quotePath=false: non-ASCII names as they are" -C work cat-file -p 'HEAD^{tree}'
+git -C work config --unset core.quotePath
+
 # refs that would lead outside the repository are never followed
 echo "ref: refs/heads/../../../../../../../../tmp/xl-evil-$$" >work/.git/refs/heads/evil
 git -C work rev-parse HEAD >"/tmp/xl-evil-$$"

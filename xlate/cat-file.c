@@ -34,6 +34,7 @@ struct batch {
 	int need_rest;		/* the format uses %(rest): split names at blanks */
 	int all;
 	int buffer;
+	struct cli *cli;
 	struct repo *repo;
 	struct out out;
 	struct buf obj;		/* reused for every object */
@@ -58,11 +59,12 @@ static unsigned canon_mode(unsigned mode)
 }
 
 /*
- * Git's quote_c_style with core.quotePath on: a name with a control
- * character, '"', '\\' or any byte >= 0x80 is printed in double quotes
- * with C escapes (\a \b \t \n \v \f \r \" \\, others \ooo).
+ * Git's quote_c_style: a name with a control character, '"', '\\', or
+ * (with core.quotePath on, the default) any byte >= 0x80 is printed in
+ * double quotes with C escapes (\a \b \t \n \v \f \r \" \\, others \ooo).
  */
-static int quote_name(struct out *o, const char *name, size_t len)
+static int quote_name(struct out *o, const char *name, size_t len,
+		      int quote_high)
 {
 	static const char letters[] = "\a\b\t\n\v\f\r";
 	static const char escapes[] = "abtnvfr";
@@ -72,7 +74,8 @@ static int quote_name(struct out *o, const char *name, size_t len)
 	for (i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)name[i];
 
-		if (c < 0x20 || c == '"' || c == '\\' || c >= 0x7f)
+		if (c < 0x20 || c == '"' || c == '\\' || c == 0x7f ||
+		    (c >= 0x80 && quote_high))
 			break;
 	}
 	if (i == len)
@@ -90,7 +93,7 @@ static int quote_name(struct out *o, const char *name, size_t len)
 			tmp[0] = '\\';
 			tmp[1] = escapes[e - letters];
 			out_write(o, tmp, 2);
-		} else if (c < 0x20 || c >= 0x7f) {
+		} else if (c < 0x20 || c == 0x7f || (c >= 0x80 && quote_high)) {
 			snprintf(tmp, sizeof(tmp), "\\%03o", c);
 			out_write(o, tmp, 4);
 		} else {
@@ -100,8 +103,8 @@ static int quote_name(struct out *o, const char *name, size_t len)
 	return out_write(o, "\"", 1);
 }
 
-static int print_tree(struct out *o, const struct hash_algo *algo,
-		      const struct buf *tree)
+int print_tree(struct out *o, const struct hash_algo *algo,
+	       const struct buf *tree, int quote_high)
 {
 	const char *p = tree->buf, *end = tree->buf + tree->len;
 	char hex[OID_HEXSZ_MAX + 1], head[32];
@@ -132,7 +135,7 @@ static int print_tree(struct out *o, const struct hash_algo *algo,
 		out_str(o, head);
 		out_str(o, oid_to_hex_r(hex, &oid));
 		out_write(o, "\t", 1);
-		quote_name(o, sp + 1, (size_t)(nul - sp - 1));
+		quote_name(o, sp + 1, (size_t)(nul - sp - 1), quote_high);
 		out_write(o, "\n", 1);
 		p = nul + 1 + algo->rawsz;
 	}
@@ -159,6 +162,77 @@ static int stream_object(struct repo *repo, const struct oid *oid,
 	return ret;
 }
 
+/* ---- names of either algorithm -------------------------------------- */
+
+static int is_hex(const char *s, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (hex_value((unsigned char)s[i]) < 0)
+			return 0;
+	return 1;
+}
+
+static int has_suffix(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && !memcmp(s + n - m, suffix, m);
+}
+
+/*
+ * Resolve a name for cat-file.  What the repository can name natively
+ * comes first, so cat-file behaves as git's on either kind of
+ * repository; in a SHA-256 repository a full SHA-1 name, NAME^{sha1} or
+ * NAME^{sha256}, or a hex abbreviation found nowhere else goes through
+ * the cache (built on first need).  *sha1_form says the answer should be
+ * given in SHA-1 form.
+ */
+static int cat_resolve(struct cli *cli, const char *name, struct oid *oid,
+		       int *sha1_form)
+{
+	size_t len = strlen(name);
+	const struct hash_algo *given;
+	int ret;
+
+	*sha1_form = 0;
+	if (repo_algo(cli->repo) != &hash_sha256)
+		return repo_resolve_name(cli->repo, name, oid);
+	if (!(len == 40 && is_hex(name, len)) && !has_suffix(name, "^{sha1}") &&
+	    !has_suffix(name, "^{sha256}")) {
+		ret = repo_resolve_name(cli->repo, name, oid);
+		if (ret != XL_ENOTFOUND || len < 4 || len >= 40 || !is_hex(name, len))
+			return ret;
+	}
+	if (!cli_cache(cli))
+		return XL_EIO;
+	ret = xlate_resolve(cli->repo, cli->cache, name, oid, &given);
+	if (!ret)
+		*sha1_form = given == &hash_sha1;
+	return ret;
+}
+
+/*
+ * The SHA-1 face of a stored object: its SHA-1 name, type and SHA-1
+ * size from the cache.  XL_ENOTFOUND if it has none (untranslatable).
+ */
+static int sha1_face(struct cli *cli, const struct oid *oid, struct oid *sha1,
+		     enum obj_type *type, size_t *size)
+{
+	struct cache_object co;
+	char hex[OID_HEXSZ_MAX + 1];
+	int ret = cache_get(cli->cache, oid, &co);
+
+	if (ret)
+		return ret;
+	if (!co.sha1.algo)
+		return err_set(XL_ENOTFOUND, "%s has no SHA-1 name: %s",
+			       oid_to_hex_r(hex, oid), co.reason);
+	*sha1 = co.sha1;
+	*type = co.type;
+	*size = (size_t)co.size1;
+	return 0;
+}
+
 /* ---- single-object modes -------------------------------------------- */
 
 static int cat_one(struct cli *cli, char opt, const char *type_arg,
@@ -167,19 +241,25 @@ static int cat_one(struct cli *cli, char opt, const char *type_arg,
 	struct repo *repo = cli_repo(cli);
 	struct buf obj = BUF_INIT;
 	enum obj_type type;
-	struct oid oid;
+	struct oid oid, sha1;
 	struct out o;
 	size_t size;
-	int ret;
+	int ret, in_sha1;
 
 	if (!repo)
 		return EXIT_NOTFOUND;
-	if (repo_resolve_name(repo, name, &oid)) {
-		if (opt == 'e')
+	if ((ret = cat_resolve(cli, name, &oid, &in_sha1))) {
+		if (opt == 'e' || ret == XL_EIO)
 			return EXIT_NOTFOUND;
+		if (ret == XL_EAMBIGUOUS)
+			return cli_error(EXIT_NOTFOUND, "%s", err_msg());
 		return cli_error(EXIT_NOTFOUND, "not a valid object name %s", name);
 	}
-	if ((ret = odb_read_header(repo_odb(repo), &oid, &type, &size))) {
+	if (in_sha1)
+		ret = sha1_face(cli, &oid, &sha1, &type, &size);
+	else
+		ret = odb_read_header(repo_odb(repo), &oid, &type, &size);
+	if (ret) {
 		if (opt == 'e' && ret == XL_ENOTFOUND)
 			return EXIT_NOTFOUND;
 		return cli_fail(name);
@@ -197,9 +277,15 @@ static int cat_one(struct cli *cli, char opt, const char *type_arg,
 
 		snprintf(num, sizeof(num), "%zu\n", size);
 		out_str(&o, num);
+	} else if (in_sha1 && opt == 'p' && type == OBJ_TREE) {
+		if ((ret = xlate_sha1_form(repo, cli->cache, cli->unknown_headers,
+					   &oid, &type, &obj)) ||
+		    (ret = print_tree(&o, &hash_sha1, &obj, repo_quote_path(repo))))
+			goto fail;
 	} else if (opt == 'p' && type == OBJ_TREE) {
 		if ((ret = odb_read(repo_odb(repo), &oid, &type, &obj)) ||
-		    (ret = print_tree(&o, repo_algo(repo), &obj)))
+		    (ret = print_tree(&o, repo_algo(repo), &obj,
+				      repo_quote_path(repo))))
 			goto fail;
 	} else if (opt == 'p' && type == OBJ_BLOB && size >= STREAM_MIN) {
 		if ((ret = stream_object(repo, &oid, &o)))
@@ -218,7 +304,12 @@ static int cat_one(struct cli *cli, char opt, const char *type_arg,
 				return cli_error(EXIT_NOTFOUND, "%s: bad file", name);
 			}
 		}
-		if ((ret = odb_read(repo_odb(repo), &oid, &type, &obj)))
+		if (in_sha1)
+			ret = xlate_sha1_form(repo, cli->cache, cli->unknown_headers,
+					      &oid, &type, &obj);
+		else
+			ret = odb_read(repo_odb(repo), &oid, &type, &obj);
+		if (ret)
 			goto fail;
 		out_write(&o, obj.buf, obj.len);
 	}
@@ -309,6 +400,29 @@ static int batch_check_format(struct batch *b)
 	return 0;
 }
 
+/* One object in its SHA-1 form. */
+static int batch_object_sha1(struct batch *b, const struct oid *oid,
+			     const char *rest)
+{
+	enum obj_type type;
+	struct oid sha1;
+	size_t size;
+	int ret;
+
+	if ((ret = sha1_face(b->cli, oid, &sha1, &type, &size)))
+		return ret;
+	if (b->mode == BATCH_CHECK) {
+		batch_header(b, &sha1, type, size, rest);
+		return 0;
+	}
+	if ((ret = xlate_sha1_form(b->repo, b->cli->cache,
+				   b->cli->unknown_headers, oid, &type, &b->obj)))
+		return ret;
+	batch_header(b, &sha1, type, b->obj.len, rest);
+	out_write(&b->out, b->obj.buf, b->obj.len);
+	return out_write(&b->out, "\n", 1);
+}
+
 /* Print one object found; returns 0 or an odb error (already wrapped). */
 static int batch_object(struct batch *b, const struct oid *oid,
 			const char *rest)
@@ -366,6 +480,7 @@ static int batch_stdin(struct batch *b)
 	while (read_line(stdin, &b->line)) {
 		char *name = b->line.buf, *rest = NULL;
 		struct oid oid;
+		int in_sha1;
 
 		if (b->need_rest) {
 			/* the name ends at the first blank; rest follows the blanks */
@@ -378,7 +493,7 @@ static int batch_stdin(struct batch *b)
 				rest = sp;
 			}
 		}
-		ret = repo_resolve_name(b->repo, name, &oid);
+		ret = cat_resolve(b->cli, name, &oid, &in_sha1);
 		if (ret == XL_EAMBIGUOUS) {
 			out_str(&b->out, name);
 			out_str(&b->out, " ambiguous\n");
@@ -388,7 +503,8 @@ static int batch_stdin(struct batch *b)
 			out_str(&b->out, " missing\n");
 			ret = 0;
 		} else if (!ret) {
-			ret = batch_object(b, &oid, rest);
+			ret = in_sha1 ? batch_object_sha1(b, &oid, rest) :
+				batch_object(b, &oid, rest);
 			if (ret == XL_ENOTFOUND) {
 				out_str(&b->out, name);
 				out_str(&b->out, " missing\n");
@@ -413,6 +529,7 @@ static int cat_batch(struct cli *cli, struct batch *b)
 		return EXIT_USAGE;
 	if (!(b->repo = cli_repo(cli)))
 		return EXIT_NOTFOUND;
+	b->cli = cli;
 	if (out_init(&b->out, 1, OUT_CAP))
 		return cli_fail(NULL);
 	if (b->all)

@@ -15,14 +15,32 @@ enum cli_exit {
 	EXIT_USAGE = 2,
 };
 
+#include "xlate.h"
+#include "../cache/cache.h"
+
 /* Global options, parsed by main.c before the subcommand. */
 struct cli {
 	const char *repo_path;	/* -C, or GIT_DIR, or "." */
+	const char *cache_path;	/* --cache, or NULL for the default */
+	const char *submodule_map;	/* --submodule-map */
+	enum xlate_unknown unknown_headers;	/* --unknown-headers */
 	struct repo *repo;	/* opened on demand by cli_repo() */
+	struct cache *cache;	/* opened on demand by cli_cache() */
+	int built;		/* the cache was brought up to date */
 };
 
 /* Open the repository (once); prints the reason and returns NULL on failure. */
 struct repo *cli_repo(struct cli *cli);
+
+/*
+ * Open the cache and bring it up to date with the repository (once per
+ * run; quick when nothing is new), with a progress bar when stderr is a
+ * terminal.  Prints the reason and returns NULL on failure.
+ */
+struct cache *cli_cache(struct cli *cli);
+
+/* Build (or update) the cache; progress on a terminal.  Returns 0 or an XL_E code. */
+int cli_build(struct cli *cli, struct xlate_build_stats *stats);
 
 /* "git xlate: <msg>" on stderr; returns code. */
 int cli_error(int code, const char *fmt, ...)
@@ -53,5 +71,15 @@ static inline int out_str(struct out *o, const char *s)
 }
 
 int cmd_cat_file(struct cli *cli, int argc, char **argv);
+int cmd_build(struct cli *cli, int argc, char **argv);
+int cmd_map(struct cli *cli, int argc, char **argv);
+int cmd_export(struct cli *cli, int argc, char **argv);
+int cmd_report(struct cli *cli, int argc, char **argv);
+int cmd_verify(struct cli *cli, int argc, char **argv);
+int cmd_show(struct cli *cli, int argc, char **argv);
+
+/* Write a tree's entries as `git ls-tree` does (names of `algo`). */
+int print_tree(struct out *o, const struct hash_algo *algo,
+	       const struct buf *tree, int quote_high);
 
 #endif

@@ -1,7 +1,8 @@
 /*
  * main.c: git-xlate, the command-line face of xlatefs.
  *
- *   git xlate [-C REPO] COMMAND [ARGS]
+ *   git xlate [-C REPO] [--cache FILE] [--submodule-map FILE]
+ *             [--unknown-headers=fail|copy] COMMAND [ARGS]
  *
  * Git runs `git-xlate` from PATH for `git xlate`.  Exit status: 0 on
  * success, 1 when a name is unknown or ambiguous or an object cannot be
@@ -17,14 +18,22 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char usage_text[] =
-	"usage: git xlate [-C REPO] COMMAND [ARGS]\n"
+	"usage: git xlate [-C REPO] [--cache FILE] [--submodule-map FILE]\n"
+	"                 [--unknown-headers=fail|copy] COMMAND [ARGS]\n"
 	"\n"
 	"commands:\n"
+	"   build                  create or bring the cache up to date\n"
+	"   map NAME...            the other name of each object\n"
 	"   cat-file (-t | -s | -e | -p | TYPE) NAME\n"
 	"   cat-file (--batch | --batch-check)[=FORMAT] [--batch-all-objects] [--buffer]\n"
+	"   show NAME              both forms side by side, rewritten names marked\n"
+	"   verify                 re-hash every SHA-1 form and convert it back\n"
+	"   report                 untranslatable objects, hidden refs, gitlinks\n"
+	"   export [--format=tsv|loose-object-idx]\n"
 	"\n"
 	"See git-xlate(1).\n";
 
@@ -58,6 +67,94 @@ struct repo *cli_repo(struct cli *cli)
 		return NULL;
 	}
 	return cli->repo;
+}
+
+static void warn_cb(void *data, const char *message)
+{
+	cli_error(0, "warning: %s", message);
+}
+
+/* ---- the progress bar ----------------------------------------------- */
+
+struct progress {
+	double start, last;
+	int shown;
+};
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* "Translating objects:  45% (58000/130037), 120000/s, ETA 1s", redrawn in place */
+static void progress_cb(void *data, uint64_t done, uint64_t total)
+{
+	struct progress *p = data;
+	double t = now(), rate;
+
+	if (!total || (t - p->last < 0.1 && done < total))
+		return;
+	if (!p->shown && done == total && t - p->start < 0.5)
+		return;	/* too quick to be worth a bar */
+	p->last = t;
+	p->shown = 1;
+	rate = t > p->start ? (double)done / (t - p->start) : 0;
+	fprintf(stderr, "\rTranslating objects: %3d%% (%llu/%llu), %.0f/s",
+		(int)(100 * done / total), (unsigned long long)done,
+		(unsigned long long)total, rate);
+	if (done < total && rate > 0)
+		fprintf(stderr, ", ETA %.0fs   ", (double)(total - done) / rate);
+	else
+		fputs(", done.      ", stderr);
+	fflush(stderr);
+}
+
+int cli_build(struct cli *cli, struct xlate_build_stats *stats)
+{
+	struct progress p = { now(), 0, 0 };
+	struct xlate_build_opts opts = {
+		.unknown_headers = cli->unknown_headers,
+		.submodule_map = cli->submodule_map,
+		.progress = isatty(2) ? progress_cb : NULL,
+		.progress_data = &p,
+	};
+	struct buf path = BUF_INIT;
+	int ret;
+
+	if (!cli_repo(cli))
+		return XL_ENOTFOUND;
+	if (!cli->cache) {
+		if (cli->cache_path)
+			ret = buf_addstr(&path, cli->cache_path);
+		else
+			ret = cache_default_path(repo_objdir(cli->repo), &path);
+		if (!ret)
+			ret = cache_open(&cli->cache, path.buf, repo_algo(cli->repo),
+					 warn_cb, NULL);
+		buf_release(&path);
+		if (ret)
+			return ret;
+	}
+	ret = xlate_build(cli->repo, cli->cache, &opts, stats);
+	if (p.shown)
+		fputc('\n', stderr);
+	if (!ret)
+		cli->built = 1;
+	return ret;
+}
+
+struct cache *cli_cache(struct cli *cli)
+{
+	struct xlate_build_stats stats;
+
+	if (!cli->built && cli_build(cli, &stats)) {
+		cli_fail(NULL);
+		return NULL;
+	}
+	return cli->cache;
 }
 
 /* ---- output buffer -------------------------------------------------- */
@@ -141,7 +238,13 @@ static const struct {
 	const char *name;
 	int (*fn)(struct cli *cli, int argc, char **argv);
 } commands[] = {
+	{ "build", cmd_build },
+	{ "map", cmd_map },
 	{ "cat-file", cmd_cat_file },
+	{ "show", cmd_show },
+	{ "verify", cmd_verify },
+	{ "report", cmd_report },
+	{ "export", cmd_export },
 };
 
 int main(int argc, char **argv)
@@ -154,10 +257,26 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	cli.repo_path = git_dir && *git_dir ? git_dir : ".";
 	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
-		if (!strcmp(argv[i], "-C")) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "-C") || !strcmp(a, "--cache") ||
+		    !strcmp(a, "--submodule-map")) {
 			if (++i >= argc)
-				return cli_error(EXIT_USAGE, "-C needs a directory");
-			cli.repo_path = argv[i];
+				return cli_error(EXIT_USAGE, "%s needs an argument", a);
+			if (a[1] == 'C')
+				cli.repo_path = argv[i];
+			else if (a[2] == 'c')
+				cli.cache_path = argv[i];
+			else
+				cli.submodule_map = argv[i];
+		} else if (!strncmp(a, "--cache=", 8)) {
+			cli.cache_path = a + 8;
+		} else if (!strncmp(a, "--submodule-map=", 16)) {
+			cli.submodule_map = a + 16;
+		} else if (!strcmp(a, "--unknown-headers=fail")) {
+			cli.unknown_headers = XLATE_UNKNOWN_FAIL;
+		} else if (!strcmp(a, "--unknown-headers=copy")) {
+			cli.unknown_headers = XLATE_UNKNOWN_COPY;
 		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			fputs(usage_text, stdout);
 			return EXIT_OK;
@@ -174,6 +293,7 @@ int main(int argc, char **argv)
 		if (strcmp(argv[i], commands[c].name))
 			continue;
 		ret = commands[c].fn(&cli, argc - i, argv + i);
+		cache_close(cli.cache);
 		repo_close(cli.repo);
 		return ret;
 	}

@@ -90,4 +90,91 @@ typedef int (*xlate_ref_fn)(void *data, enum xlate_ref_kind kind,
 int xlate_refs(const struct hash_algo *algo, enum obj_type type,
 	       const char *buf, size_t len, xlate_ref_fn fn, void *data);
 
+/* ---- the whole-repository build ------------------------------------- */
+
+struct cache;
+
+struct xlate_build_opts {
+	enum xlate_unknown unknown_headers;
+	const char *submodule_map;	/* file of "<sha256> <sha1>" lines, or NULL */
+	int threads;			/* 0: one per online processor */
+	/* called now and then with objects done and to do (may be NULL) */
+	void (*progress)(void *data, uint64_t done, uint64_t total);
+	void *progress_data;
+};
+
+struct xlate_build_stats {
+	uint64_t objects;		/* in the repository */
+	uint64_t new_objects;		/* named by this build */
+	uint64_t untranslatable;	/* of those */
+	uint64_t collisions;		/* objects refused for sharing a SHA-1 name */
+};
+
+/*
+ * Bring the cache up to date with the repository: give every object not
+ * yet in the cache its SHA-1 name, or record why it has none.  Work is
+ * in proportion to what is new: packs the cache has finished are not
+ * looked at, and names already stored are read, not recomputed.
+ *
+ * Objects are named in dependency order (blobs; then trees, commits and
+ * tags, each after everything it refers to) with explicit stacks, never
+ * recursion, and blobs are hashed on opts->threads threads.  Results are
+ * committed in batches in that same order, so a build killed at any
+ * moment leaves a cache whose every entry is right, and the next build
+ * carries on from there.
+ *
+ * An object that cannot be converted, and everything that refers to it,
+ * is stored without a SHA-1 name and with the reason.  Two objects that
+ * would share a SHA-1 name are both refused.
+ *
+ * Returns 0, or an error (cache failures, an unreadable submodule map);
+ * unreadable objects are not errors but untranslatable entries.
+ */
+int xlate_build(struct repo *repo, struct cache *cache,
+		const struct xlate_build_opts *opts,
+		struct xlate_build_stats *stats);
+
+/*
+ * The settings text a cache built with these options records (see
+ * cache_check_settings): the unknown-header policy and a digest of the
+ * submodule map's pairs.  Returns 0 or an error reading the map.
+ */
+int xlate_build_settings(const struct xlate_build_opts *opts,
+			 struct buf *out);
+
+/*
+ * Read a submodule map: lines "<sha256-hex> <sha1-hex>", '#' comments
+ * and blank lines allowed.  fn is called for each pair.  Returns 0,
+ * XL_ENOTFOUND / XL_EIO (the file), XL_ECORRUPT (a bad line, numbered).
+ */
+typedef int (*xlate_pair_fn)(void *data, const struct oid *sha256,
+			     const struct oid *sha1);
+int xlate_read_submodule_map(const char *path, xlate_pair_fn fn, void *data);
+
+/* ---- reading through the cache -------------------------------------- */
+
+/*
+ * The SHA-1 form of the object stored under `sha256`, made from its
+ * stored form and the names in the cache (gitlinks from the cache's
+ * record of the submodule map).  *size1 is what the cache expects; the
+ * result is checked against it.  Returns 0; XL_ENOTFOUND (not in the
+ * repository); XL_EUNSUPPORTED (untranslatable: the message says why);
+ * or a read error.
+ */
+int xlate_sha1_form(struct repo *repo, struct cache *cache,
+		    enum xlate_unknown unknown_headers,
+		    const struct oid *sha256, enum obj_type *type,
+		    struct buf *out);
+
+/*
+ * Resolve a name of either algorithm: full hex (the length says which),
+ * NAME^{sha1} or NAME^{sha256} to force one, a revision name as
+ * repo_resolve_name() takes it, or abbreviated hex of either algorithm
+ * (found in both: ambiguous).  *sha256 gets the object's stored name,
+ * *given the algorithm the name was written in.
+ * Returns 0, XL_ENOTFOUND, XL_EAMBIGUOUS.
+ */
+int xlate_resolve(struct repo *repo, struct cache *cache, const char *name,
+		  struct oid *sha256, const struct hash_algo **given);
+
 #endif

@@ -1,0 +1,902 @@
+/*
+ * cache.c: lookups, batches and walks over the name-mapping store.
+ *
+ * The file, its schema and the decision to trust it live in schema.c;
+ * this file is the queries.  Every statement is prepared once per
+ * connection (stmt_sql below, prepared by cache_open) and reused with
+ * sqlite3_reset() and fresh bindings: at the rate a build writes (some
+ * 100k objects a second) and the daemon reads (one lookup per stat()),
+ * parsing SQL would cost more than the B-tree work.  Nothing ever
+ * formats data into SQL.
+ *
+ * Locking: one connection per struct cache, opened SQLITE_OPEN_NOMUTEX,
+ * so sqlite takes no mutex of its own and we must never let two threads
+ * into it at once: every public function holds cache->lock for its
+ * whole run.  A statement is reset before the lock is dropped, on every
+ * path, because a statement left stepping holds a WAL read snapshot:
+ * the connection would go on seeing old data and checkpoints could not
+ * pass it.
+ *
+ * Expected workload: a build opens one cache, puts every object of the
+ * repository in batches of thousands, and commits; the daemon and the
+ * commands open their own and look names up one at a time, meanwhile.
+ * WAL mode lets both proceed (schema.c); readers never wait for writers.
+ *
+ * Rows are read back with the same suspicion as any file: lengths,
+ * types and ranges are checked again before they reach a struct oid,
+ * and a row that breaks them is XL_ECORRUPT, never a wrong answer.
+ */
+#include "cache_i.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define OBJECT_COLUMNS "sha256, sha1, type, size256, size1, reason"
+
+/*
+ * The same, for a search through the sha1 index.  sqlite would read
+ * sha1 from the index entry that matched, which proves nothing; the
+ * subquery reads it from the row itself (one more B-tree descent, about
+ * a microsecond), so that same_name() compares the row with the key.
+ */
+#define OBJECT_COLUMNS_BY_SHA1 \
+	"sha256, (SELECT t.sha1 FROM objects AS t WHERE t.sha256 = o.sha256) " \
+	"AS sha1, type, size256, size1, reason"
+
+/* The key column of a gitlink found through an index, read from its row. */
+#define GITLINK_ROW(col) \
+	"(SELECT t." col " FROM gitlinks AS t " \
+	"WHERE t.tree = g.tree AND t.path = g.path) AS " col
+
+const char *const cache_stmt_sql[ST__COUNT] = {
+	[ST_GET] = "SELECT " OBJECT_COLUMNS " FROM objects WHERE sha256 = ?1",
+	/*
+	 * Two rows with one SHA-1 name would be a SHA-1 collision between
+	 * two stored objects: LIMIT 2 lets us see it and refuse to choose.
+	 */
+	[ST_GET1] = "SELECT " OBJECT_COLUMNS_BY_SHA1 " FROM objects AS o "
+		    "WHERE sha1 = ?1 LIMIT 2",
+	[ST_RANGE] = "SELECT " OBJECT_COLUMNS " FROM objects "
+		     "WHERE sha256 BETWEEN ?1 AND ?2 LIMIT 2",
+	[ST_RANGE1] = "SELECT " OBJECT_COLUMNS_BY_SHA1 " FROM objects AS o "
+		      "WHERE sha1 BETWEEN ?1 AND ?2 LIMIT 2",
+	[ST_PUT] = "INSERT OR REPLACE INTO objects(" OBJECT_COLUMNS ") "
+		   "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+	[ST_GITLINK_PUT] = "INSERT OR REPLACE INTO "
+			   "gitlinks(tree, path, commit256, commit1) "
+			   "VALUES (?1, ?2, ?3, ?4)",
+	/*
+	 * A submodule commit appears in many trees, always with the same
+	 * other name (the map is part of the settings): DISTINCT folds the
+	 * copies, and a second distinct answer means the records disagree.
+	 */
+	[ST_GITLINK_GET] = "SELECT DISTINCT commit1, " GITLINK_ROW("commit256")
+			   " FROM gitlinks AS g WHERE commit256 = ?1 "
+			   "AND commit1 IS NOT NULL LIMIT 2",
+	[ST_GITLINK_GET1] = "SELECT DISTINCT commit256, " GITLINK_ROW("commit1")
+			    " FROM gitlinks AS g WHERE commit1 = ?1 LIMIT 2",
+	[ST_PACK_PUT] = "INSERT OR REPLACE INTO packs(checksum, objects) "
+			"VALUES (?1, ?2)",
+	[ST_PACK_GET] = "SELECT 1 FROM packs WHERE checksum = ?1",
+	[ST_COUNT] = "SELECT count(*), count(*) - count(sha1) FROM objects",
+	[ST_EACH] = "SELECT " OBJECT_COLUMNS " FROM objects ORDER BY sha256",
+	/* the sha1 index holds (NULL, sha256) in order: no sort needed */
+	[ST_EACH_UNTRANSLATABLE] = "SELECT " OBJECT_COLUMNS " FROM objects "
+				   "WHERE sha1 IS NULL ORDER BY sha256",
+	[ST_EACH_GITLINK] = "SELECT tree, path, commit256, commit1 "
+			    "FROM gitlinks ORDER BY tree, path",
+	/*
+	 * IMMEDIATE takes the write lock now (waiting out the busy timeout
+	 * for another writer), so a batch never fails halfway with BUSY
+	 * when it first writes.
+	 */
+	[ST_BEGIN] = "BEGIN IMMEDIATE",
+	[ST_COMMIT] = "COMMIT",
+	[ST_ROLLBACK] = "ROLLBACK",
+	[ST_META_GET] = "SELECT value FROM meta WHERE key = ?1",
+	[ST_META_PUT] = "INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)",
+	[ST_NONEMPTY] = "SELECT EXISTS (SELECT 1 FROM objects) OR "
+			"EXISTS (SELECT 1 FROM packs) OR "
+			"EXISTS (SELECT 1 FROM gitlinks)",
+	[ST_CLEAR_OBJECTS] = "DELETE FROM objects",
+	[ST_CLEAR_PACKS] = "DELETE FROM packs",
+	[ST_CLEAR_GITLINKS] = "DELETE FROM gitlinks",
+};
+
+/* ---- helpers ---------------------------------------------------------- */
+
+static int lock(struct cache *cache)
+{
+	int e = pthread_mutex_lock(&cache->lock);
+
+	if (e == EDEADLK)
+		return err_set(XL_EINVALID, "cache %s: called from inside its "
+			       "own walk callback", cache->path);
+	if (e) {
+		errno = e;
+		return err_errno("cache %s: lock", cache->path);
+	}
+	return 0;
+}
+
+static void unlock(struct cache *cache)
+{
+	pthread_mutex_unlock(&cache->lock);
+}
+
+/*
+ * Step `st` once.  Returns SQLITE_ROW or SQLITE_DONE (positive), or a
+ * negative XL_E* code with the message recorded (the statement is then
+ * reset, which ends its read).
+ */
+static int step(struct cache *cache, sqlite3_stmt *st, const char *what)
+{
+	int rc = sqlite3_step(st);
+
+	if (rc == SQLITE_ROW || rc == SQLITE_DONE)
+		return rc;
+	rc = cache_db_err(cache, rc, what);
+	sqlite3_reset(st);
+	return rc;
+}
+
+/* Run a statement that returns no rows, and reset it. */
+static int run(struct cache *cache, enum cache_stmt which, const char *what)
+{
+	sqlite3_stmt *st = cache->stmt[which];
+	int rc = step(cache, st, what);
+
+	if (rc < 0)
+		return rc;
+	sqlite3_reset(st);
+	return 0;
+}
+
+static int bind_oid(sqlite3_stmt *st, int col, const struct oid *oid)
+{
+	return sqlite3_bind_blob(st, col, oid->hash, (int)oid->algo->rawsz,
+				 SQLITE_STATIC);
+}
+
+/*
+ * A raw name from column `col` of `st`, which must be a BLOB of exactly
+ * algo->rawsz bytes.  Returns 0, 1 (NULL, when `nullable`), or
+ * XL_ECORRUPT.
+ */
+static int column_oid(struct cache *cache, sqlite3_stmt *st, int col,
+		      const struct hash_algo *algo, int nullable,
+		      struct oid *out)
+{
+	int type = sqlite3_column_type(st, col);
+	const void *raw;
+
+	if (type == SQLITE_NULL && nullable) {
+		memset(out, 0, sizeof(*out));
+		return 1;
+	}
+	raw = sqlite3_column_blob(st, col);
+	if (type != SQLITE_BLOB || !raw ||
+	    (size_t)sqlite3_column_bytes(st, col) != algo->rawsz)
+		return ERR_CORRUPT("cache %s: column %s is not a %s name",
+				   cache->path, sqlite3_column_name(st, col),
+				   algo->name);
+	oid_from_raw(out, algo, raw);
+	return 0;
+}
+
+static int column_size(struct cache *cache, sqlite3_stmt *st, int col,
+		       uint64_t *out)
+{
+	sqlite3_int64 v;
+
+	if (sqlite3_column_type(st, col) != SQLITE_INTEGER ||
+	    (v = sqlite3_column_int64(st, col)) < 0)
+		return ERR_CORRUPT("cache %s: column %s is not a size",
+				   cache->path, sqlite3_column_name(st, col));
+	*out = (uint64_t)v;
+	return 0;
+}
+
+/*
+ * Where a lookup's reason text lives.  It is borrowed by the caller
+ * until its next call on the same cache, and a struct cache may be
+ * shared by threads: one buffer per cache would let thread B's lookup
+ * realloc the text thread A is still printing.  So each thread keeps its
+ * own small set of buffers, one per cache it used (told apart by
+ * serial, which unlike an address is never reused), freed when the
+ * thread exits.  A thread alternating among more than REASON_SLOTS
+ * caches reuses the oldest buffer: the text changes under an old
+ * pointer, but the memory stays valid.
+ */
+#define REASON_SLOTS 16
+
+struct reason_slots {
+	unsigned int next;			/* the slot to reuse next */
+	struct {
+		uint64_t serial;		/* 0: unused */
+		struct buf text;
+	} slot[REASON_SLOTS];
+};
+
+static pthread_key_t reason_key;
+static pthread_once_t reason_once = PTHREAD_ONCE_INIT;
+static int reason_key_ok;			/* written once, under reason_once */
+static atomic_uint_fast64_t last_serial;
+
+uint64_t cache_next_serial(void)
+{
+	return (uint64_t)atomic_fetch_add(&last_serial, 1) + 1;
+}
+
+static void reason_slots_free(void *data)
+{
+	struct reason_slots *r = data;
+
+	for (int i = 0; i < REASON_SLOTS; i++)
+		buf_release(&r->slot[i].text);
+	free(r);
+}
+
+static void reason_key_init(void)
+{
+	reason_key_ok = !pthread_key_create(&reason_key, reason_slots_free);
+}
+
+/* This thread's reason buffer for `cache`, or NULL (out of memory). */
+static struct buf *reason_buf(const struct cache *cache)
+{
+	struct reason_slots *r;
+	unsigned int i;
+
+	if (pthread_once(&reason_once, reason_key_init) || !reason_key_ok)
+		return NULL;
+	r = pthread_getspecific(reason_key);
+	if (!r) {
+		r = calloc(1, sizeof(*r));
+		if (!r)
+			return NULL;
+		for (i = 0; i < REASON_SLOTS; i++)
+			buf_init(&r->slot[i].text);
+		if (pthread_setspecific(reason_key, r)) {
+			free(r);
+			return NULL;
+		}
+	}
+	for (i = 0; i < REASON_SLOTS; i++)
+		if (r->slot[i].serial == cache->serial)
+			return &r->slot[i].text;
+	i = r->next++ % REASON_SLOTS;
+	r->slot[i].serial = cache->serial;
+	return &r->slot[i].text;
+}
+
+/*
+ * The current row of an objects query (OBJECT_COLUMNS) into `out`, its
+ * reason borrowed from this thread's buffer for the cache.  On failure
+ * `out` is left empty.
+ */
+static int row_object(struct cache *cache, sqlite3_stmt *st,
+		      struct cache_object *out)
+{
+	sqlite3_int64 type;
+	int ret, untranslatable;
+
+	memset(out, 0, sizeof(*out));
+	if ((ret = column_oid(cache, st, 0, cache->algo, 0, &out->sha256)) < 0)
+		goto fail;
+	if ((ret = column_oid(cache, st, 1, &hash_sha1, 1, &out->sha1)) < 0)
+		goto fail;
+	untranslatable = ret;
+	type = sqlite3_column_int64(st, 2);
+	if (sqlite3_column_type(st, 2) != SQLITE_INTEGER || type < OBJ_COMMIT ||
+	    type > OBJ_TAG) {
+		ret = ERR_CORRUPT("cache %s: bad object type", cache->path);
+		goto fail;
+	}
+	out->type = (enum obj_type)type;
+	if ((ret = column_size(cache, st, 3, &out->size256)))
+		goto fail;
+	if (untranslatable) {
+		const unsigned char *text = sqlite3_column_text(st, 5);
+
+		if (text) {
+			struct buf *b = reason_buf(cache);
+
+			if (!b) {
+				ret = err_set(XL_ENOMEM, "out of memory");
+				goto fail;
+			}
+			buf_reset(b);
+			if ((ret = buf_add(b, text, sqlite3_column_bytes(st, 5))))
+				goto fail;
+			out->reason = b->buf;
+		}
+	} else if ((ret = column_size(cache, st, 4, &out->size1))) {
+		goto fail;
+	}
+	return 0;
+fail:
+	memset(out, 0, sizeof(*out));
+	return ret;
+}
+
+static int check_oid(struct cache *cache, const struct oid *oid,
+		     const struct hash_algo *algo, const char *what)
+{
+	if (!oid || oid->algo != algo)
+		return err_set(XL_EINVALID, "cache %s: %s is not a %s name",
+			       cache->path, what, algo->name);
+	return 0;
+}
+
+/* ---- lookups -------------------------------------------------------- */
+
+/*
+ * Rows are checked against the key that found them.  quick_check, unlike
+ * integrity_check, does not compare indexes with their tables, so a
+ * damaged sha1 index could lead to the wrong row: that must be an
+ * error, not another object's name.
+ */
+static int same_name(const struct oid *found, const struct oid *key)
+{
+	return found->algo == key->algo &&
+	       !memcmp(found->hash, key->hash, key->algo->rawsz);
+}
+
+/*
+ * Look up one name with `which` (ST_GET or ST_GET1).  The second row
+ * only exists if two objects share a SHA-1 name.
+ */
+static int get(struct cache *cache, enum cache_stmt which,
+	       const struct oid *name, struct cache_object *out)
+{
+	sqlite3_stmt *st = cache->stmt[which];
+	char hex[OID_HEXSZ_MAX + 1];
+	int ret;
+
+	if ((ret = lock(cache)))
+		return ret;
+	bind_oid(st, 1, name);
+	ret = step(cache, st, "lookup");
+	if (ret == SQLITE_DONE) {
+		ret = err_set(XL_ENOTFOUND, "%s is not in cache %s",
+			      oid_to_hex_r(hex, name), cache->path);
+	} else if (ret == SQLITE_ROW) {
+		ret = row_object(cache, st, out);
+		if (!ret && !same_name(which == ST_GET ? &out->sha256 : &out->sha1,
+				       name))
+			ret = ERR_CORRUPT("cache %s: the row found for %s has "
+					  "another name", cache->path,
+					  oid_to_hex_r(hex, name));
+		if (!ret && (ret = step(cache, st, "lookup")) == SQLITE_ROW)
+			ret = err_set(XL_EAMBIGUOUS, "cache %s: two objects "
+				      "have the SHA-1 name %s", cache->path,
+				      oid_to_hex_r(hex, name));
+		else if (ret == SQLITE_DONE)
+			ret = 0;
+		if (ret)
+			memset(out, 0, sizeof(*out));
+	}
+	sqlite3_reset(st);
+	unlock(cache);
+	return ret;
+}
+
+int cache_get(struct cache *cache, const struct oid *sha256,
+	      struct cache_object *out)
+{
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	if ((ret = check_oid(cache, sha256, cache->algo, "lookup key")))
+		return ret;
+	return get(cache, ST_GET, sha256, out);
+}
+
+int cache_get_by_sha1(struct cache *cache, const struct oid *sha1,
+		      struct cache_object *out)
+{
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	if ((ret = check_oid(cache, sha1, &hash_sha1, "lookup key")))
+		return ret;
+	return get(cache, ST_GET1, sha1, out);
+}
+
+int cache_resolve_prefix(struct cache *cache, const struct hash_algo *algo,
+			 const char *hex, size_t len, struct cache_object *out)
+{
+	unsigned char lo[OID_RAWSZ_MAX], hi[OID_RAWSZ_MAX];
+	enum cache_stmt which;
+	sqlite3_stmt *st;
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	if (algo == cache->algo)
+		which = ST_RANGE;
+	else if (algo == &hash_sha1)
+		which = ST_RANGE1;
+	else
+		return err_set(XL_EINVALID, "cache %s: no %s names stored",
+			       cache->path, algo ? algo->name : "(null)");
+	if (len < 4 || len > algo->hexsz)
+		return err_set(XL_EINVALID, "abbreviated %s name of %zu hex "
+			       "digits (want 4 to %zu)", algo->name, len,
+			       algo->hexsz);
+	/*
+	 * Every name with this prefix lies between the prefix padded with
+	 * 0x0 nibbles and the prefix padded with 0xf nibbles; an odd last
+	 * digit fills the high nibble of its byte.
+	 */
+	memset(lo, 0x00, algo->rawsz);
+	memset(hi, 0xff, algo->rawsz);
+	for (size_t i = 0; i < len; i++) {
+		int v = hex_value((unsigned char)hex[i]);
+
+		if (v < 0)
+			return err_set(XL_EINVALID, "\"%.*s\" is not hex",
+				       (int)len, hex);
+		if (i & 1) {
+			lo[i / 2] = (unsigned char)((lo[i / 2] & 0xf0) | v);
+			hi[i / 2] = (unsigned char)((hi[i / 2] & 0xf0) | v);
+		} else {
+			lo[i / 2] = (unsigned char)(v << 4);
+			hi[i / 2] = (unsigned char)(v << 4 | 0x0f);
+		}
+	}
+
+	if ((ret = lock(cache)))
+		return ret;
+	st = cache->stmt[which];
+	sqlite3_bind_blob(st, 1, lo, (int)algo->rawsz, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 2, hi, (int)algo->rawsz, SQLITE_STATIC);
+	ret = step(cache, st, "prefix lookup");
+	if (ret == SQLITE_DONE) {
+		ret = err_set(XL_ENOTFOUND, "no object in cache %s has a %s "
+			      "name starting with %.*s", cache->path,
+			      algo->name, (int)len, hex);
+	} else if (ret == SQLITE_ROW) {
+		const struct oid *found;
+
+		ret = row_object(cache, st, out);
+		found = which == ST_RANGE ? &out->sha256 : &out->sha1;
+		if (!ret && (found->algo != algo ||
+			     memcmp(found->hash, lo, algo->rawsz) < 0 ||
+			     memcmp(found->hash, hi, algo->rawsz) > 0))
+			ret = ERR_CORRUPT("cache %s: the row found for prefix "
+					  "%.*s does not match it", cache->path,
+					  (int)len, hex);
+		if (!ret && (ret = step(cache, st, "prefix lookup")) == SQLITE_ROW)
+			ret = err_set(XL_EAMBIGUOUS, "%s name %.*s is ambiguous",
+				      algo->name, (int)len, hex);
+		else if (ret == SQLITE_DONE)
+			ret = 0;
+		if (ret)
+			memset(out, 0, sizeof(*out));
+	}
+	sqlite3_reset(st);
+	unlock(cache);
+	return ret;
+}
+
+/* ---- batches -------------------------------------------------------- */
+
+int cache_begin(struct cache *cache)
+{
+	int ret;
+
+	if ((ret = lock(cache)))
+		return ret;
+	if (cache->in_batch)
+		ret = err_set(XL_EINVALID, "cache %s: a batch is already open",
+			      cache->path);
+	else if (!(ret = run(cache, ST_BEGIN, "starting a batch")))
+		cache->in_batch = 1;
+	unlock(cache);
+	return ret;
+}
+
+int cache_commit(struct cache *cache)
+{
+	int ret;
+
+	if ((ret = lock(cache)))
+		return ret;
+	if (!cache->in_batch) {
+		ret = err_set(XL_EINVALID, "cache %s: no batch to commit",
+			      cache->path);
+	} else if ((ret = run(cache, ST_COMMIT, "committing"))) {
+		/*
+		 * A failed COMMIT may leave the transaction open (sqlite
+		 * rolls back by itself only for some errors): end it, so
+		 * that the connection is usable and the failure is whole.
+		 */
+		if (!sqlite3_get_autocommit(cache->db))
+			run(cache, ST_ROLLBACK, "rolling back");
+		cache->in_batch = 0;
+	} else {
+		cache->in_batch = 0;
+	}
+	unlock(cache);
+	return ret;
+}
+
+void cache_rollback(struct cache *cache)
+{
+	if (lock(cache))
+		return;
+	if (cache->in_batch && !sqlite3_get_autocommit(cache->db))
+		run(cache, ST_ROLLBACK, "rolling back");
+	cache->in_batch = 0;
+	unlock(cache);
+}
+
+int cache_put(struct cache *cache, const struct cache_object *obj)
+{
+	sqlite3_stmt *st = cache->stmt[ST_PUT];
+	int translatable, ret;
+
+	if ((ret = check_oid(cache, &obj->sha256, cache->algo, "object name")))
+		return ret;
+	translatable = obj->sha1.algo != NULL;
+	if (translatable &&
+	    (ret = check_oid(cache, &obj->sha1, &hash_sha1, "SHA-1 name")))
+		return ret;
+	if (obj->type < OBJ_COMMIT || obj->type > OBJ_TAG)
+		return err_set(XL_EINVALID, "cache %s: object type %d",
+			       cache->path, (int)obj->type);
+	if (obj->size256 > INT64_MAX || (translatable && obj->size1 > INT64_MAX))
+		return err_set(XL_EINVALID, "cache %s: object size over 2^63",
+			       cache->path);
+
+	if ((ret = lock(cache)))
+		return ret;
+	bind_oid(st, 1, &obj->sha256);
+	/*
+	 * The stored form is canonical: size1 and reason only where they
+	 * mean something (the schema's CHECKs insist).
+	 */
+	if (translatable) {
+		bind_oid(st, 2, &obj->sha1);
+		sqlite3_bind_int64(st, 5, (sqlite3_int64)obj->size1);
+		sqlite3_bind_null(st, 6);
+	} else {
+		sqlite3_bind_null(st, 2);
+		sqlite3_bind_null(st, 5);
+		if (obj->reason)
+			sqlite3_bind_text(st, 6, obj->reason, -1, SQLITE_STATIC);
+		else
+			sqlite3_bind_null(st, 6);
+	}
+	sqlite3_bind_int(st, 3, (int)obj->type);
+	sqlite3_bind_int64(st, 4, (sqlite3_int64)obj->size256);
+	ret = run(cache, ST_PUT, "storing an object");
+	unlock(cache);
+	return ret;
+}
+
+int cache_put_gitlink(struct cache *cache, const struct oid *tree,
+		      const char *path, size_t path_len,
+		      const struct oid *commit256, const struct oid *commit1)
+{
+	sqlite3_stmt *st = cache->stmt[ST_GITLINK_PUT];
+	int ret;
+
+	if ((ret = check_oid(cache, tree, cache->algo, "gitlink tree")) ||
+	    (ret = check_oid(cache, commit256, cache->algo, "gitlink commit")))
+		return ret;
+	if (commit1 && commit1->algo &&
+	    (ret = check_oid(cache, commit1, &hash_sha1, "gitlink SHA-1 commit")))
+		return ret;
+	/* paths come out as C strings, so they may not hold a NUL */
+	if (!path || !path_len || path_len > INT32_MAX ||
+	    memchr(path, '\0', path_len))
+		return err_set(XL_EINVALID, "cache %s: bad gitlink path",
+			       cache->path);
+
+	if ((ret = lock(cache)))
+		return ret;
+	bind_oid(st, 1, tree);
+	sqlite3_bind_blob(st, 2, path, (int)path_len, SQLITE_STATIC);
+	bind_oid(st, 3, commit256);
+	if (commit1 && commit1->algo)
+		bind_oid(st, 4, commit1);
+	else
+		sqlite3_bind_null(st, 4);
+	ret = run(cache, ST_GITLINK_PUT, "storing a gitlink");
+	unlock(cache);
+	return ret;
+}
+
+int cache_get_gitlink(struct cache *cache, const struct oid *in,
+		      struct oid *out)
+{
+	const struct hash_algo *out_algo;
+	char hex[OID_HEXSZ_MAX + 1];
+	enum cache_stmt which;
+	sqlite3_stmt *st;
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	if (in && in->algo == cache->algo) {
+		which = ST_GITLINK_GET;
+		out_algo = &hash_sha1;
+	} else if (in && in->algo == &hash_sha1) {
+		which = ST_GITLINK_GET1;
+		out_algo = cache->algo;
+	} else {
+		return err_set(XL_EINVALID, "cache %s: gitlink lookup by a "
+			       "name of neither algorithm", cache->path);
+	}
+	if ((ret = lock(cache)))
+		return ret;
+	st = cache->stmt[which];
+	bind_oid(st, 1, in);
+	ret = step(cache, st, "gitlink lookup");
+	if (ret == SQLITE_DONE) {
+		ret = err_set(XL_ENOTFOUND, "no gitlink to %s with a %s name "
+			      "in cache %s", oid_to_hex_r(hex, in),
+			      out_algo->name, cache->path);
+	} else if (ret == SQLITE_ROW) {
+		struct oid key;
+
+		/* the key comes back from the row, as same_name() asks */
+		ret = column_oid(cache, st, 0, out_algo, 0, out);
+		if (!ret)
+			ret = column_oid(cache, st, 1, in->algo, 0, &key);
+		if (!ret && !same_name(&key, in))
+			ret = ERR_CORRUPT("cache %s: the gitlink found for %s "
+					  "has another name", cache->path,
+					  oid_to_hex_r(hex, in));
+		if (!ret && (ret = step(cache, st, "gitlink lookup")) == SQLITE_ROW)
+			ret = err_set(XL_EAMBIGUOUS, "cache %s: gitlinks to %s "
+				      "disagree on its %s name", cache->path,
+				      oid_to_hex_r(hex, in), out_algo->name);
+		else if (ret == SQLITE_DONE)
+			ret = 0;
+		if (ret)
+			memset(out, 0, sizeof(*out));
+	}
+	sqlite3_reset(st);
+	unlock(cache);
+	return ret;
+}
+
+/* ---- packs ---------------------------------------------------------- */
+
+int cache_pack_done(struct cache *cache, const char *checksum_hex,
+		    uint32_t objects)
+{
+	sqlite3_stmt *st = cache->stmt[ST_PACK_PUT];
+	int ret;
+
+	if (!checksum_hex || !*checksum_hex)
+		return err_set(XL_EINVALID, "cache %s: no pack checksum",
+			       cache->path);
+	if ((ret = lock(cache)))
+		return ret;
+	sqlite3_bind_text(st, 1, checksum_hex, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, objects);
+	ret = run(cache, ST_PACK_PUT, "recording a pack");
+	unlock(cache);
+	return ret;
+}
+
+int cache_pack_known(struct cache *cache, const char *checksum_hex)
+{
+	sqlite3_stmt *st = cache->stmt[ST_PACK_GET];
+	int ret;
+
+	/*
+	 * Any failure answers "not known": the caller then processes the
+	 * pack again, which costs time but never a wrong name.
+	 */
+	if (!checksum_hex || lock(cache))
+		return 0;
+	sqlite3_bind_text(st, 1, checksum_hex, -1, SQLITE_STATIC);
+	ret = step(cache, st, "looking up a pack") == SQLITE_ROW;
+	sqlite3_reset(st);
+	unlock(cache);
+	return ret;
+}
+
+/* ---- counts and walks ----------------------------------------------- */
+
+int cache_count(struct cache *cache, uint64_t *objects,
+		uint64_t *untranslatable)
+{
+	sqlite3_stmt *st = cache->stmt[ST_COUNT];
+	int ret;
+
+	*objects = *untranslatable = 0;
+	if ((ret = lock(cache)))
+		return ret;
+	ret = step(cache, st, "counting");
+	if (ret == SQLITE_ROW) {
+		*objects = (uint64_t)sqlite3_column_int64(st, 0);
+		*untranslatable = (uint64_t)sqlite3_column_int64(st, 1);
+		ret = 0;
+	} else if (ret == SQLITE_DONE) {
+		ret = err_set(XL_EIO, "cache %s: count gave no row",
+			      cache->path);
+	}
+	sqlite3_reset(st);
+	unlock(cache);
+	return ret;
+}
+
+/*
+ * The walks hold the lock throughout: the statement stays open between
+ * callbacks, and no other call may use the connection meanwhile.  That
+ * is why fn may not call into the same cache (the error-checking mutex
+ * turns that deadlock into XL_EINVALID).
+ */
+int cache_for_each(struct cache *cache, int untranslatable_only,
+		   cache_each_fn fn, void *data)
+{
+	sqlite3_stmt *st;
+	struct cache_object obj;
+	int ret;
+
+	if ((ret = lock(cache)))
+		return ret;
+	st = cache->stmt[untranslatable_only ? ST_EACH_UNTRANSLATABLE : ST_EACH];
+	while ((ret = step(cache, st, "walking objects")) == SQLITE_ROW) {
+		if ((ret = row_object(cache, st, &obj)) ||
+		    (ret = fn(&obj, data)))
+			break;
+	}
+	if (ret == SQLITE_DONE)
+		ret = 0;
+	sqlite3_reset(st);
+	unlock(cache);
+	return ret;
+}
+
+int cache_for_each_gitlink(struct cache *cache, cache_gitlink_fn fn,
+			   void *data)
+{
+	sqlite3_stmt *st = cache->stmt[ST_EACH_GITLINK];
+	struct oid tree, c256, c1;
+	int ret;
+
+	if ((ret = lock(cache)))
+		return ret;
+	while ((ret = step(cache, st, "walking gitlinks")) == SQLITE_ROW) {
+		const void *path = sqlite3_column_blob(st, 1);
+		int len = sqlite3_column_bytes(st, 1), null1;
+
+		if ((ret = column_oid(cache, st, 0, cache->algo, 0, &tree)) ||
+		    (ret = column_oid(cache, st, 2, cache->algo, 0, &c256)))
+			break;
+		if ((null1 = column_oid(cache, st, 3, &hash_sha1, 1, &c1)) < 0) {
+			ret = null1;
+			break;
+		}
+		if (sqlite3_column_type(st, 1) != SQLITE_BLOB || !path ||
+		    memchr(path, '\0', len)) {
+			ret = ERR_CORRUPT("cache %s: bad gitlink path",
+					  cache->path);
+			break;
+		}
+		buf_reset(&cache->scratch);
+		if ((ret = buf_add(&cache->scratch, path, len)))
+			break;
+		if ((ret = fn(&tree, cache->scratch.buf, &c256,
+			      null1 ? NULL : &c1, data)))
+			break;
+	}
+	if (ret == SQLITE_DONE)
+		ret = 0;
+	sqlite3_reset(st);
+	unlock(cache);
+	return ret;
+}
+
+/* ---- settings ------------------------------------------------------- */
+
+/*
+ * Read meta 'settings' into `out`; *found says whether it was there.
+ * Called with the lock held.
+ */
+static int read_settings(struct cache *cache, struct buf *out, int *found)
+{
+	sqlite3_stmt *st = cache->stmt[ST_META_GET];
+	int ret;
+
+	*found = 0;
+	buf_reset(out);
+	sqlite3_bind_text(st, 1, "settings", -1, SQLITE_STATIC);
+	ret = step(cache, st, "reading settings");
+	if (ret == SQLITE_ROW) {
+		const unsigned char *v = sqlite3_column_text(st, 0);
+
+		*found = 1;
+		ret = v ? buf_add(out, v, sqlite3_column_bytes(st, 0)) : 0;
+	} else if (ret == SQLITE_DONE) {
+		ret = 0;
+	}
+	sqlite3_reset(st);
+	return ret;
+}
+
+/*
+ * Settings change rarely and are checked at every start, often by
+ * processes that only read: compare first without a transaction, and
+ * take the write lock only when something must change (then compare
+ * again under it, since another process may have got there first).
+ */
+int cache_check_settings(struct cache *cache, const char *settings)
+{
+	struct buf old = BUF_INIT, msg = BUF_INIT;
+	int ret, found, own_txn = 0, nonempty = 0;
+	sqlite3_stmt *st;
+
+	if (!settings)
+		return err_set(XL_EINVALID, "cache %s: no settings", cache->path);
+	if ((ret = lock(cache)))
+		return ret;
+	if ((ret = read_settings(cache, &old, &found)))
+		goto out;
+	if (found && !strcmp(old.buf, settings))
+		goto out;
+	if (!cache->in_batch) {
+		if ((ret = run(cache, ST_BEGIN, "starting a transaction")))
+			goto out;
+		own_txn = 1;
+		if ((ret = read_settings(cache, &old, &found)))
+			goto out;
+		if (found && !strcmp(old.buf, settings))
+			goto out;
+	}
+
+	st = cache->stmt[ST_NONEMPTY];
+	ret = step(cache, st, "checking for rows");
+	if (ret == SQLITE_ROW) {
+		nonempty = sqlite3_column_int(st, 0);
+		ret = 0;
+	} else if (ret == SQLITE_DONE) {
+		ret = 0;
+	}
+	sqlite3_reset(st);
+	if (ret)
+		goto out;
+	if (found || nonempty) {
+		if ((ret = run(cache, ST_CLEAR_OBJECTS, "emptying")) ||
+		    (ret = run(cache, ST_CLEAR_PACKS, "emptying")) ||
+		    (ret = run(cache, ST_CLEAR_GITLINKS, "emptying")))
+			goto out;
+		if (found)
+			ret = buf_addf(&msg, "cache %s was built with settings "
+				       "\"%s\", now \"%s\": emptied it to rebuild",
+				       cache->path, old.buf, settings);
+		else
+			ret = buf_addf(&msg, "cache %s was built with unrecorded "
+				       "settings, now \"%s\": emptied it to "
+				       "rebuild", cache->path, settings);
+		if (ret)
+			goto out;
+	}
+	st = cache->stmt[ST_META_PUT];
+	sqlite3_bind_text(st, 1, "settings", -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, settings, -1, SQLITE_STATIC);
+	if ((ret = run(cache, ST_META_PUT, "storing settings")))
+		goto out;
+	if (own_txn) {
+		ret = run(cache, ST_COMMIT, "committing settings");
+		own_txn = ret && !sqlite3_get_autocommit(cache->db);
+	}
+out:
+	if (own_txn)
+		run(cache, ST_ROLLBACK, "rolling back");
+	unlock(cache);
+	/* outside the lock: the callback may well log through the cache */
+	if (!ret && msg.len && cache->warn)
+		cache->warn(cache->warn_data, msg.buf);
+	buf_release(&old);
+	buf_release(&msg);
+	return ret;
+}

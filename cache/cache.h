@@ -1,0 +1,203 @@
+/*
+ * cache.h: the sqlite store of the SHA-256 <-> SHA-1 name mapping.
+ *
+ * The one public header of cache/.  One file per repository holds, for
+ * every object the build has seen: both names (the SHA-1 one absent when
+ * the object is untranslatable, with the reason), its type, and the size
+ * of both forms (so that a file system can answer stat() and a pack
+ * writer can plan without converting anything).  It also remembers which
+ * packs have been fully processed, so that a later build only looks at
+ * what is new, and the gitlinks the build resolved.
+ *
+ * Where: by default `<objects dir>/info/xlatefs-cache.sqlite` (beside the
+ * repository's pack and idx files; Git leaves unknown files in
+ * objects/info alone), or, when that directory is not writable,
+ * `$XDG_CACHE_HOME/xlatefs/<sha256 of the objects dir path>.sqlite`
+ * (default ~/.cache).  An explicit path overrides both.
+ *
+ * Integrity: the file is sqlite in WAL mode, so readers (the daemon,
+ * other commands) keep working while a build writes, and a build killed
+ * at any point leaves the last committed batch intact.  On open the file
+ * must carry our application id and schema version and pass a quick
+ * check; a corrupt, truncated or foreign file is moved aside and
+ * recreated, with a warning through the caller's callback, never
+ * trusted.  The build records settings that change answers (the
+ * unknown-header policy and the submodule map's digest); a cache made
+ * under other settings is emptied and rebuilt.
+ *
+ * Threads: a struct cache may be shared; calls are serialised by its own
+ * mutex (one connection, used by one thread at a time, as sqlite's
+ * multi-thread mode requires).  Readers that need parallelism open
+ * their own struct cache on the same file.
+ */
+#ifndef XLATEFS_CACHE_H
+#define XLATEFS_CACHE_H
+
+#include "../odb/odb.h"
+
+#include <stdint.h>
+
+struct cache;
+
+/* One object as the cache knows it. */
+struct cache_object {
+	struct oid sha256;
+	struct oid sha1;	/* sha1.algo == NULL: untranslatable */
+	enum obj_type type;
+	uint64_t size256;	/* bytes of the SHA-256 (stored) form */
+	uint64_t size1;		/* bytes of the SHA-1 form; 0 if untranslatable */
+	const char *reason;	/* why untranslatable; NULL otherwise.  For a
+				   result of a lookup: borrowed until the next
+				   call on the same cache by the same thread
+				   (each thread has its own copy, so a shared
+				   cache is safe; the memory lives until the
+				   thread exits) */
+};
+
+typedef void (*cache_warn_fn)(void *data, const char *message);
+
+/*
+ * Find the default location for a repository whose objects directory is
+ * `objdir` (see the header comment), into `out`.  Creates
+ * `<objdir>/info` if it is missing, or the per-user directory (mode
+ * 0700) if it falls back to it; the per-user file is named by the
+ * SHA-256 of the `objdir` string as given (pass an absolute path, e.g.
+ * repo_objdir()).  Returns 0 or XL_EIO (also when no fallback can be
+ * found: no absolute $XDG_CACHE_HOME or $HOME), or XL_ENOMEM; `out` is
+ * empty on failure.
+ */
+int cache_default_path(const char *objdir, struct buf *out);
+
+/*
+ * Open (creating if needed) the cache at `path` for a repository whose
+ * objects use `algo` (only SHA-256 repositories are translated, but the
+ * store itself does not care: the primary names, called sha256 below,
+ * are of `algo`).  The directory must exist.  A bad file is moved aside
+ * to "<path>.corrupt" (its -wal and -shm to "<path>.corrupt-wal" and
+ * "-shm"), replacing older copies, and replaced; `warn` (may be NULL)
+ * hears about it in one line naming the file and the reason.  Errors
+ * that say nothing about the file (cannot create it, locked past the
+ * busy timeout, out of memory) are returned and the file left alone.
+ * Returns 0, XL_EIO (cannot create or open), XL_ENOMEM, XL_EINVALID (no
+ * path or algo).
+ */
+int cache_open(struct cache **out, const char *path,
+	       const struct hash_algo *algo, cache_warn_fn warn,
+	       void *warn_data);
+void cache_close(struct cache *cache);	/* rolls back an open batch */
+const char *cache_path(const struct cache *cache);	/* borrowed, until close */
+
+/*
+ * Settings that change the answers.  cache_check_settings() compares
+ * `settings` (any short text; the build uses
+ * "unknown-headers=fail;submodules=<digest>") with what the cache was
+ * built under: if they differ, every object and pack record is dropped
+ * (with a warning) and the new settings stored.  So is a cache that has
+ * rows but no settings recorded; an empty one just records them.  Inside
+ * a batch the change is part of the batch.  Returns 0 or XL_EIO.
+ */
+int cache_check_settings(struct cache *cache, const char *settings);
+
+/*
+ * Lookups.  Return 0, XL_ENOTFOUND, or XL_EIO (a sqlite failure); also
+ * XL_EINVALID for a name of the wrong algorithm, XL_ECORRUPT for a row
+ * that breaks the schema (only a tampered file has one), and, from
+ * cache_get_by_sha1(), XL_EAMBIGUOUS if two stored objects share the
+ * SHA-1 name (a collision: we do not pick one).  `out` is empty on
+ * failure.
+ */
+int cache_get(struct cache *cache, const struct oid *sha256,
+	      struct cache_object *out);
+int cache_get_by_sha1(struct cache *cache, const struct oid *sha1,
+		      struct cache_object *out);
+
+/*
+ * An abbreviated name (4..hexsz hex digits, either case) of `algo`
+ * (the cache's own algorithm, or SHA-1): the one object whose name in
+ * that algorithm starts with it.  Untranslatable objects have no SHA-1
+ * name to match.  Returns 0, XL_ENOTFOUND, XL_EAMBIGUOUS, XL_EINVALID
+ * (and XL_EIO, XL_ECORRUPT as the lookups above).
+ */
+int cache_resolve_prefix(struct cache *cache, const struct hash_algo *algo,
+			 const char *hex, size_t len, struct cache_object *out);
+
+/*
+ * Writes come in batches: cache_begin(), any number of cache_put() and
+ * cache_put_gitlink(), then cache_commit() (or cache_rollback()).
+ * Putting an object that is already stored replaces it.  A put outside
+ * a batch commits on its own (correct, but one transaction per object).
+ * A batch belongs to the struct cache, not to a thread: threads sharing
+ * one cache share its batch.  cache_begin() waits up to the busy timeout
+ * (10 s) for another process's batch.  After a failed put, roll back.
+ *
+ * cache_put() stores the canonical form: size1 only with a SHA-1 name,
+ * reason only without one (the other is ignored).  cache_put_gitlink()
+ * takes a path without NUL bytes, and commit1 NULL (or with a NULL algo)
+ * when the SHA-1 name is not known.
+ *
+ * Returns 0 or XL_EIO; XL_EINVALID for bad arguments (names of the
+ * wrong algorithm, a type that is not a base type, a size over 2^63,
+ * nested begin, commit without begin).
+ */
+int cache_begin(struct cache *cache);
+int cache_put(struct cache *cache, const struct cache_object *obj);
+int cache_put_gitlink(struct cache *cache, const struct oid *tree,
+		      const char *path, size_t path_len,
+		      const struct oid *commit256, const struct oid *commit1);
+int cache_commit(struct cache *cache);
+void cache_rollback(struct cache *cache);
+
+/*
+ * Packs whose every object is in the cache, by the pack's checksum hex
+ * (the name in pack-<hex>.pack).  cache_pack_done() is written inside a
+ * batch.  cache_pack_known() returns 1 or 0; a failure to look counts
+ * as 0 (the pack is processed again: slower, never wrong).
+ */
+int cache_pack_done(struct cache *cache, const char *checksum_hex,
+		    uint32_t objects);
+int cache_pack_known(struct cache *cache, const char *checksum_hex);
+
+/* Counts: all objects, and how many are untranslatable. */
+int cache_count(struct cache *cache, uint64_t *objects,
+		uint64_t *untranslatable);
+
+/*
+ * Every stored object in SHA-256 name order (fn's struct is borrowed for
+ * the call).  `untranslatable_only` limits the walk to objects without a
+ * SHA-1 name.  A non-zero return from fn stops the walk and is returned.
+ *
+ * The walk holds the cache's lock throughout (one sqlite read snapshot),
+ * so fn must not call any function on the same struct cache: such a
+ * call fails with XL_EINVALID (it would otherwise deadlock).  Other
+ * threads' calls wait for the walk; use a second struct cache to read
+ * or write alongside one.
+ */
+typedef int (*cache_each_fn)(const struct cache_object *obj, void *data);
+int cache_for_each(struct cache *cache, int untranslatable_only,
+		   cache_each_fn fn, void *data);
+
+/*
+ * The other name recorded for a gitlink target (a commit of another
+ * repository, named by the submodule map the build used): given its
+ * SHA-256 name, its SHA-1 name, and the other way round (by `in`'s
+ * algorithm).  Returns 0, XL_ENOTFOUND, XL_EIO; also XL_EINVALID for a
+ * name of neither algorithm, and XL_EAMBIGUOUS (fail closed) if the
+ * records disagree, as only a tampered file or a bug could make them.
+ * A gitlink stored without a SHA-1 name does not count.  `out` is empty
+ * on failure.
+ */
+int cache_get_gitlink(struct cache *cache, const struct oid *in,
+		      struct oid *out);
+
+/*
+ * Every gitlink recorded, in tree-name order then path order (byte-wise).
+ * commit1 is NULL when no SHA-1 name was recorded; the arguments are
+ * borrowed for the call.  The same rules as cache_for_each() apply.
+ */
+typedef int (*cache_gitlink_fn)(const struct oid *tree, const char *path,
+				const struct oid *commit256,
+				const struct oid *commit1, void *data);
+int cache_for_each_gitlink(struct cache *cache, cache_gitlink_fn fn,
+			   void *data);
+
+#endif

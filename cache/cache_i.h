@@ -1,0 +1,102 @@
+/*
+ * cache_i.h: the inside of cache/.  Only the cache sources and the unit tests
+ * include this; other modules use cache.h.
+ *
+ * The split: schema.c owns the file (where it lives, opening it, deciding
+ * whether it can be trusted, moving a bad one aside, creating the tables)
+ * and cache.c owns the queries.  Both work on struct cache below.
+ */
+#ifndef XLATEFS_CACHE_I_H
+#define XLATEFS_CACHE_I_H
+
+#include "cache.h"
+
+#include <pthread.h>
+#include <sqlite3.h>
+
+/* "xlfs" in the database header's application id field (offset 68). */
+#define CACHE_APP_ID 2020370035
+_Static_assert(CACHE_APP_ID == 0x786c6673, "application id is \"xlfs\"");
+
+/* PRAGMA user_version: bump with every incompatible schema change. */
+#define CACHE_SCHEMA_VERSION 1
+
+/*
+ * How long a statement waits for another process's lock before failing
+ * with SQLITE_BUSY.  In WAL mode only writers wait for writers (and
+ * everyone for the rare recovery or checkpoint), so this is the longest a
+ * second build waits for the first one's batch to commit.
+ */
+#define CACHE_BUSY_TIMEOUT_MS 10000
+
+/*
+ * Page cache per connection, in KiB (a negative cache_size).  A batch
+ * of 130k objects dirties about 20 MiB of table and index pages; when
+ * they fit, sqlite writes each page once, at commit, instead of spilling
+ * and rewriting it mid-batch.  Pages are only allocated as used, so a
+ * reader connection stays small unless it walks the whole store.
+ */
+#define CACHE_PAGE_CACHE_KIB 65536
+
+/* The prepared statements, one set per connection (see stmt_sql[]). */
+enum cache_stmt {
+	ST_GET,			/* by primary (sha256) name */
+	ST_GET1,		/* by SHA-1 name */
+	ST_RANGE,		/* primary name range, for prefixes */
+	ST_RANGE1,		/* SHA-1 name range */
+	ST_PUT,
+	ST_GITLINK_PUT,
+	ST_GITLINK_GET,		/* a target's SHA-1 name by its primary name */
+	ST_GITLINK_GET1,	/* and the other way */
+	ST_PACK_PUT,
+	ST_PACK_GET,
+	ST_COUNT,
+	ST_EACH,
+	ST_EACH_UNTRANSLATABLE,
+	ST_EACH_GITLINK,
+	ST_BEGIN,
+	ST_COMMIT,
+	ST_ROLLBACK,
+	ST_META_GET,
+	ST_META_PUT,
+	ST_NONEMPTY,
+	ST_CLEAR_OBJECTS,
+	ST_CLEAR_PACKS,
+	ST_CLEAR_GITLINKS,
+	ST__COUNT
+};
+
+extern const char *const cache_stmt_sql[ST__COUNT];
+
+/*
+ * One open cache.  Every field but `lock` is guarded by `lock`, which is
+ * an error-checking mutex so that a call from inside a cache_for_each
+ * callback fails with XL_EINVALID instead of deadlocking.  `path`,
+ * `algo`, `warn` and `warn_data` are immutable after cache_open().
+ */
+struct cache {
+	pthread_mutex_t lock;
+	sqlite3 *db;			/* opened SQLITE_OPEN_NOMUTEX */
+	sqlite3_stmt *stmt[ST__COUNT];	/* prepared once, reset after use */
+	char *path;
+	const struct hash_algo *algo;	/* the primary names' format */
+	cache_warn_fn warn;
+	void *warn_data;
+	int in_batch;			/* between cache_begin and commit */
+	uint64_t serial;		/* names this cache's reason buffers;
+					   immutable after cache_open */
+	struct buf scratch;		/* backs gitlink paths in a walk */
+};
+
+/* A number no other cache of this process has had (for reason buffers). */
+uint64_t cache_next_serial(void);
+
+/*
+ * Record a sqlite failure of `cache`'s connection as the thread's error:
+ * "cache <path>: <what>: <sqlite message>".  `rc` picks the code:
+ * XL_ENOMEM for SQLITE_NOMEM, XL_ECORRUPT for a malformed file, XL_EIO
+ * for everything else.  Returns the code.
+ */
+int cache_db_err(struct cache *cache, int rc, const char *what);
+
+#endif

@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# t0200-translate.sh: the SHA-1 translation against real SHA-1 twins and
+# against upstream Git's own answers.
+#
+# Twins: one fast-import stream imported into a SHA-1 and a SHA-256
+# repository.  After `git xlate build` on the SHA-256 twin (in every
+# storage form), its export must name exactly the SHA-1 twin's objects,
+# every ref must map to the twin's ref, and `cat-file --batch` by the
+# twin's SHA-1 names must print the twin's exact bytes.
+#
+# Fixtures (tests/fixtures, made by upstream's compat mode): export must
+# list every object with exactly upstream's SHA-1 name, or "-" where
+# upstream refuses it, and verify must pass.
+
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+TW=$TRASH/twins
+# shellcheck disable=SC2086
+if ! "$XL_TOP/tests/mk-twins.sh" "$TW" ${XL_TWIN_OPTS:-} 2>"$TRASH/mk.err"; then
+	not_ok "mk-twins.sh builds the twin repositories"
+	sed 's/^/# /' "$TRASH/mk.err"
+	test_done
+	exit 1
+fi
+
+git -C "$TW/sha1.git" cat-file --batch-all-objects --batch >"$TRASH/sha1.batch"
+git -C "$TW/sha1.git" for-each-ref --format='%(refname) %(objectname)' >"$TRASH/sha1.refs"
+
+for v in sha256 sha256-packed sha256-loose sha256-mixed sha256-idx1; do
+	R=$TW/$v.git
+	expect "$v: build" "$XL" -C "$R" build
+	"$XL" -C "$R" export >"$TRASH/$v.tsv" 2>"$TRASH/err"
+	cut -f2 "$TRASH/$v.tsv" | sort >"$TRASH/$v.sha1s"
+	same_file "$v: export names exactly the SHA-1 twin's objects" \
+		"$TW/sha1.objects" "$TRASH/$v.sha1s"
+	# every ref maps to the twin's value
+	git -C "$R" for-each-ref --format='%(refname)' | while read -r ref; do
+		printf '%s %s\n' "$ref" "$("$XL" -C "$R" map "$ref")"
+	done >"$TRASH/$v.refs"
+	same_file "$v: map of every ref gives the SHA-1 twin's ref" \
+		"$TRASH/sha1.refs" "$TRASH/$v.refs"
+	"$XL" -C "$R" cat-file --batch <"$TW/sha1.objects" >"$TRASH/$v.batch"
+	same_file "$v: cat-file --batch by SHA-1 name prints the twin's bytes" \
+		"$TRASH/sha1.batch" "$TRASH/$v.batch"
+	expect "$v: verify" "$XL" -C "$R" verify
+done
+
+# map, both ways and in every spelling
+R=$TW/sha256-packed.git
+h256=$(git -C "$R" rev-parse HEAD)
+h1=$(git -C "$TW/sha1.git" rev-parse HEAD)
+check_map() {
+	got=$("$XL" -C "$R" map "$1" 2>&1)
+	if [ "$got" = "$2" ]; then ok "map $1"; else not_ok "map $1: got '$got', want '$2'"; fi
+}
+check_map "$h256" "$h1"
+check_map "$h1" "$h256"
+check_map HEAD "$h1"
+check_map "${h1:0:12}" "$h256"
+check_map "${h256:0:16}" "$h1"
+check_map "$h1^{sha1}" "$h256"
+check_map "HEAD^{sha256}" "$h1"
+check_map "HEAD~1" "$(git -C "$TW/sha1.git" rev-parse HEAD~1)"
+"$XL" -C "$R" map 0000000000000000000000000000000000000001 >/dev/null 2>&1
+rc=$?
+[ $rc -eq 1 ] && ok "map of an unknown name exits 1" || not_ok "map of an unknown name exits 1 (got $rc)"
+# an abbreviation that is a prefix of both a SHA-256 and a SHA-1 name
+amb=$(for p in $(cut -c1-4 "$TW/sha256.objects" | sort -u); do
+	grep -q "^$p" "$TW/sha1.objects" && { echo "$p"; break; }
+done)
+if [ -n "$amb" ]; then
+	"$XL" -C "$R" map "$amb" >/dev/null 2>"$TRASH/err"
+	rc=$?
+	[ $rc -eq 1 ] && grep -q ambiguous "$TRASH/err" && ok "map of an abbreviation of both kinds is ambiguous" ||
+		not_ok "map of an abbreviation of both kinds is ambiguous (rc $rc)"
+else
+	skip "map of an abbreviation of both kinds is ambiguous" "no shared 4-digit prefix"
+fi
+
+# single-object cat-file in SHA-1 form
+for n in HEAD HEAD^{tree} v1.0; do
+	n1=$(git -C "$TW/sha1.git" rev-parse "$n")
+	for opt in -t -s -p; do
+		git -C "$TW/sha1.git" cat-file $opt "$n1" >"$TRASH/exp"
+		"$XL" -C "$R" cat-file $opt "$n1" >"$TRASH/act" 2>&1
+		same_file "cat-file $opt of $n by its SHA-1 name" "$TRASH/exp" "$TRASH/act"
+	done
+done
+
+# incremental: a new commit costs only itself
+git clone -q --bare "$R" "$TRASH/grow.git" 2>/dev/null
+"$XL" -C "$TRASH/grow.git" build
+before=$("$XL" -C "$TRASH/grow.git" export | wc -l)
+blob=$(echo "new content" | git -C "$TRASH/grow.git" hash-object -w --stdin)
+tree=$(printf '100644 blob %s\tnew.txt\n' "$blob" | git -C "$TRASH/grow.git" mktree)
+commit=$(echo "one more" | git -C "$TRASH/grow.git" commit-tree "$tree" -p HEAD)
+git -C "$TRASH/grow.git" update-ref refs/heads/main "$commit"
+"$XL" -C "$TRASH/grow.git" build
+after=$("$XL" -C "$TRASH/grow.git" export | wc -l)
+[ $((after - before)) -eq 3 ] && ok "a build after one new commit adds its 3 objects" ||
+	not_ok "a build after one new commit adds its 3 objects ($before -> $after)"
+expect "verify after an incremental build" "$XL" -C "$TRASH/grow.git" verify
+
+# ---- upstream's fixtures ----
+for f in history history-loose history-multipack history-reftable odd-objects \
+	 signed submodule unknown-header large; do
+	tar -xzf "$XL_TOP/tests/fixtures/$f.tar.gz" -C "$TRASH"
+	R=$TRASH/$f.git
+	args=()
+	[ -f "$XL_TOP/tests/fixtures/$f.submodule-map.tsv" ] &&
+		args=(--submodule-map "$XL_TOP/tests/fixtures/$f.submodule-map.tsv")
+	"$XL" -C "$R" "${args[@]}" export >"$TRASH/$f.tsv" 2>"$TRASH/err"
+	sed 's/\tUNTRANSLATABLE\t/\t-\t/' "$XL_TOP/tests/fixtures/$f.objects.tsv" >"$TRASH/$f.want"
+	same_file "fixture $f: every object gets upstream's SHA-1 name" \
+		"$TRASH/$f.want" "$TRASH/$f.tsv"
+	expect "fixture $f: verify" "$XL" -C "$R" "${args[@]}" verify
+done
+
+# the unknown-header fixture: report names the refused objects and the ref
+R=$TRASH/unknown-header.git
+"$XL" -C "$R" report >"$TRASH/report" 2>&1
+if grep -q "2c9c8241ef0dede98409e0294a45e2035bc179337da9f69c7e2663eca912ae78 commit: unknown commit header 'change-id'" "$TRASH/report" &&
+   grep -q "fd3d72a70026b0eed6f451ca526fd4465fbf782ce6eac7e29b2c7f0861055066 commit: unable to map parent" "$TRASH/report" &&
+   grep -q "refs/heads/review/feature-flag" "$TRASH/report"; then
+	ok "report: reasons for both refused commits and the ref they hide"
+else
+	not_ok "report: reasons for both refused commits and the ref they hide"
+	sed 's/^/# /' "$TRASH/report"
+fi
+"$XL" -C "$R" --unknown-headers=copy export >"$TRASH/copy.tsv"
+grep -q "^2c9c8241ef0dede98409e0294a45e2035bc179337da9f69c7e2663eca912ae78	[0-9a-f]\{40\}	commit" "$TRASH/copy.tsv" &&
+	ok "--unknown-headers=copy converts the change-id commit" ||
+	not_ok "--unknown-headers=copy converts the change-id commit"
+
+# the submodule fixture: without the map the gitlink's trees are refused
+mkdir -p "$TRASH/nomap"
+tar -xzf "$XL_TOP/tests/fixtures/submodule.tar.gz" -C "$TRASH/nomap"
+"$XL" -C "$TRASH/nomap/submodule.git" export >"$TRASH/nomap.tsv"
+grep -q "^8e07860712b6354582f6383048c236d39e770cc6292e56856c1e3526bfa0ff30	-	tree" "$TRASH/nomap.tsv" &&
+	ok "without a submodule map the gitlink's tree is untranslatable" ||
+	not_ok "without a submodule map the gitlink's tree is untranslatable"
+"$XL" -C "$TRASH/submodule.git" --submodule-map "$XL_TOP/tests/fixtures/submodule.submodule-map.tsv" report >"$TRASH/report" 2>&1
+grep -q "widget in tree 8e07860712b6354582f6383048c236d39e770cc6292e56856c1e3526bfa0ff30: aa5d7fe84f1a4c960a5b22ce99972bf7519677352aeb3807a391a508f5933009 -> 4bafaa2826a9219c02a876b70af8520ca0ed931b" "$TRASH/report" &&
+	ok "report lists the gitlink and its mapping" ||
+	{ not_ok "report lists the gitlink and its mapping"; sed 's/^/# /' "$TRASH/report"; }
+
+# show explains a signed tag's signature swap
+R=$TRASH/signed.git
+tag=$(git -C "$R" for-each-ref --format='%(objectname) %(objecttype)' refs/tags | awk '$2 == "tag" { print $1; exit }')
+"$XL" -C "$R" show "$tag" >"$TRASH/show" 2>&1
+grep -q "^tag $tag" "$TRASH/show" && grep -q "moves into a" "$TRASH/show" && grep -q "^+ object " "$TRASH/show" &&
+	ok "show: a signed tag's names and signature moves" ||
+	{ not_ok "show: a signed tag's names and signature moves"; head -30 "$TRASH/show" | sed 's/^/# /'; }
+
+test_done

@@ -1,0 +1,1611 @@
+/*
+ * t-cache.c: the sqlite name-mapping store (cache/).
+ *
+ * Round trips through every public call; prefix searches at even and
+ * odd lengths; walks in order, and a walk callback that calls back into
+ * the cache (an error, not a deadlock); batches that commit and roll
+ * back; the settings check; every kind of bad file moved aside with a
+ * warning and replaced by a working empty cache; a writer killed with
+ * SIGKILL in the middle of a batch; a reader that does not wait for a
+ * writer's open batch (WAL); threads sharing one struct cache; and the
+ * speed of a 130k-object batch and of lookups (printed as "# " lines).
+ *
+ * Object names are made up (a counter through a PRNG): the store does
+ * not care what the names hash.
+ */
+#include "harness.h"
+#include "../../cache/cache_i.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- scratch directory and files ------------------------------------ */
+
+static char dir[256];
+static char db_path[300];
+
+static void scratch_begin(void)
+{
+	snprintf(dir, sizeof(dir), "%s/xl-cache.XXXXXX",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	if (!mkdtemp(dir))
+		abort();
+	snprintf(db_path, sizeof(db_path), "%s/c.sqlite", dir);
+}
+
+static void scratch_end(void)
+{
+	char cmd[600];
+
+	snprintf(cmd, sizeof(cmd), "chmod -R u+w '%s'; rm -rf '%s'", dir, dir);
+	if (system(cmd))
+		abort();
+}
+
+static int exists(const char *path)
+{
+	struct stat st;
+
+	return !stat(path, &st);
+}
+
+static int exists_suffix(const char *suffix)
+{
+	char p[400];
+
+	snprintf(p, sizeof(p), "%s%s", db_path, suffix);
+	return exists(p);
+}
+
+static void write_file(const char *path, const void *data, size_t len)
+{
+	FILE *f = fopen(path, "wb");
+
+	if (!f || (len && fwrite(data, 1, len, f) != len) || fclose(f))
+		abort();
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* ---- made-up objects ------------------------------------------------- */
+
+static uint64_t mix(uint64_t x)
+{
+	/* splitmix64: a bijection, so distinct ids give distinct names */
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+static void fill_name(struct oid *oid, const struct hash_algo *algo,
+		      uint64_t id, uint64_t salt)
+{
+	unsigned char raw[OID_RAWSZ_MAX];
+
+	for (size_t i = 0; i < sizeof(raw); i += 8) {
+		uint64_t v = mix(id * 4 + i / 8 + (salt << 40));
+
+		memcpy(raw + i, &v, 8);
+	}
+	oid_from_raw(oid, algo, raw);
+}
+
+/* Object `id`: untranslatable when id % 10 == 7. */
+static void make_obj(struct cache_object *obj, uint64_t id)
+{
+	memset(obj, 0, sizeof(*obj));
+	fill_name(&obj->sha256, &hash_sha256, id, 1);
+	obj->type = (enum obj_type)(OBJ_COMMIT + id % 4);
+	obj->size256 = id * 3 + 1;
+	if (id % 10 == 7) {
+		obj->reason = "unknown commit header";
+	} else {
+		fill_name(&obj->sha1, &hash_sha1, id, 2);
+		obj->size1 = id * 3;
+	}
+}
+
+static int same_obj(const struct cache_object *a, const struct cache_object *b)
+{
+	if (oid_cmp(&a->sha256, &b->sha256) || a->sha256.algo != b->sha256.algo ||
+	    a->sha1.algo != b->sha1.algo || oid_cmp(&a->sha1, &b->sha1) ||
+	    a->type != b->type || a->size256 != b->size256 ||
+	    a->size1 != b->size1)
+		return 0;
+	if (!a->reason || !b->reason)
+		return a->reason == b->reason;
+	return !strcmp(a->reason, b->reason);
+}
+
+/* ---- warnings -------------------------------------------------------- */
+
+struct warnings {
+	int n;
+	char last[1024];
+};
+
+static void on_warn(void *data, const char *message)
+{
+	struct warnings *w = data;
+
+	w->n++;
+	snprintf(w->last, sizeof(w->last), "%s", message);
+	printf("# warning: %s\n", message);
+}
+
+static struct cache *open_ok(const struct hash_algo *algo, struct warnings *w)
+{
+	struct cache *c = NULL;
+	int ret = cache_open(&c, db_path, algo, w ? on_warn : NULL, w);
+
+	if (ret)
+		harness_fail(__FILE__, __LINE__, "cache_open: %d %s", ret,
+			     err_msg());
+	return c;
+}
+
+static int put_range(struct cache *c, uint64_t from, uint64_t to)
+{
+	struct cache_object obj;
+	int ret = 0;
+
+	for (uint64_t id = from; id < to && !ret; id++) {
+		make_obj(&obj, id);
+		ret = cache_put(c, &obj);
+	}
+	return ret;
+}
+
+static int has(struct cache *c, uint64_t id)
+{
+	struct cache_object want, got;
+	int ret;
+
+	make_obj(&want, id);
+	ret = cache_get(c, &want.sha256, &got);
+	if (ret == XL_ENOTFOUND)
+		return 0;
+	if (ret || !same_obj(&want, &got))
+		return -1;
+	return 1;
+}
+
+/* Run fixed SQL on a file directly, as another program would. */
+static void sql(const char *path, const char *text)
+{
+	sqlite3 *db;
+	char *msg = NULL;
+
+	if (sqlite3_open(path, &db) != SQLITE_OK ||
+	    sqlite3_exec(db, text, NULL, NULL, &msg) != SQLITE_OK) {
+		harness_fail(__FILE__, __LINE__, "sql %s: %s", text,
+			     msg ? msg : sqlite3_errmsg(db));
+		sqlite3_free(msg);
+	}
+	sqlite3_close(db);
+}
+
+static long long sql_int(const char *path, const char *text)
+{
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	long long v = -1;
+
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+	    sqlite3_prepare_v2(db, text, -1, &st, NULL) == SQLITE_OK) {
+		if (sqlite3_step(st) == SQLITE_ROW)
+			v = sqlite3_column_int64(st, 0);
+		sqlite3_finalize(st);
+	}
+	sqlite3_close(db);
+	return v;
+}
+
+static int quick_check_ok(const char *path)
+{
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	int ok = 0;
+
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+	    sqlite3_prepare_v2(db, "PRAGMA quick_check", -1, &st,
+			       NULL) == SQLITE_OK) {
+		ok = sqlite3_step(st) == SQLITE_ROW &&
+		     !strcmp((const char *)sqlite3_column_text(st, 0), "ok");
+		sqlite3_finalize(st);
+	}
+	sqlite3_close(db);
+	return ok;
+}
+
+/* A valid cache at db_path holding objects [0, n). */
+static void make_cache(const struct hash_algo *algo, uint64_t n)
+{
+	struct cache *c = open_ok(algo, NULL);
+
+	if (!c)
+		return;
+	CHECK_INT(cache_begin(c), 0);
+	if (algo == &hash_sha256)
+		CHECK_INT(put_range(c, 0, n), 0);
+	CHECK_INT(cache_commit(c), 0);
+	cache_close(c);
+}
+
+/*
+ * After a bad file was found: exactly one warning naming the file, the
+ * bad file kept beside as .corrupt, and a working empty cache in place.
+ */
+static void check_replaced(struct cache *c, const struct warnings *w)
+{
+	uint64_t n = 1, u = 1;
+
+	CHECK(c != NULL);
+	if (!c)
+		return;
+	CHECK_INT(w->n, 1);
+	CHECK(strstr(w->last, db_path) != NULL);
+	CHECK(strstr(w->last, ".corrupt") != NULL);
+	CHECK(exists_suffix(".corrupt"));
+	CHECK_INT(cache_count(c, &n, &u), 0);
+	CHECK_INT(n, 0);
+	CHECK_INT(u, 0);
+	CHECK_INT(cache_begin(c), 0);
+	CHECK_INT(put_range(c, 0, 10), 0);
+	CHECK_INT(cache_commit(c), 0);
+	CHECK_INT(has(c, 3), 1);
+	CHECK_INT(sql_int(db_path, "PRAGMA application_id"), 0x786c6673);
+	CHECK_INT(sql_int(db_path, "PRAGMA user_version"), 1);
+}
+
+/* ---- basics ---------------------------------------------------------- */
+
+TEST(open_creates_schema)
+{
+	struct warnings w = { 0 };
+	struct cache *c;
+	uint64_t n = 1, u = 1;
+
+	scratch_begin();
+	c = open_ok(&hash_sha256, &w);
+	CHECK(c != NULL);
+	if (c) {
+		CHECK_STR(cache_path(c), db_path);
+		CHECK_INT(cache_count(c, &n, &u), 0);
+		CHECK_INT(n, 0);
+		CHECK_INT(u, 0);
+		cache_close(c);
+	}
+	CHECK_INT(w.n, 0);
+	CHECK_INT(sql_int(db_path, "PRAGMA application_id"), 0x786c6673);
+	CHECK_INT(sql_int(db_path, "PRAGMA user_version"), 1);
+	/* journal_mode reads back as text; WAL is recorded in the header */
+	CHECK_INT(sql_int(db_path, "SELECT count(*) FROM pragma_journal_mode "
+			  "WHERE journal_mode = 'wal'"), 1);
+	CHECK_INT(sql_int(db_path, "SELECT count(*) FROM meta WHERE "
+			  "key = 'format' AND value = 'sha256'"), 1);
+	/* reopening a good file is quiet */
+	c = open_ok(&hash_sha256, &w);
+	cache_close(c);
+	CHECK_INT(w.n, 0);
+	CHECK(!exists_suffix(".corrupt"));
+	scratch_end();
+}
+
+TEST(put_get_both_names)
+{
+	struct cache_object obj, got;
+	struct cache *c;
+	struct oid other;
+
+	scratch_begin();
+	c = open_ok(&hash_sha256, NULL);
+	if (!c)
+		goto out;
+	CHECK_INT(cache_begin(c), 0);
+	CHECK_INT(put_range(c, 0, 20), 0);
+	CHECK_INT(cache_commit(c), 0);
+
+	make_obj(&obj, 3);
+	CHECK_INT(cache_get(c, &obj.sha256, &got), 0);
+	CHECK(same_obj(&obj, &got));
+	CHECK(got.sha256.algo == &hash_sha256);
+	CHECK(got.sha1.algo == &hash_sha1);
+	CHECK(got.reason == NULL);
+	CHECK_INT(cache_get_by_sha1(c, &obj.sha1, &got), 0);
+	CHECK(same_obj(&obj, &got));
+
+	/* untranslatable: no SHA-1 name, size1 0, the reason borrowed */
+	make_obj(&obj, 17);
+	CHECK_INT(cache_get(c, &obj.sha256, &got), 0);
+	CHECK(same_obj(&obj, &got));
+	CHECK(got.sha1.algo == NULL);
+	CHECK(oid_is_null(&got.sha1) || got.sha1.algo == NULL);
+	CHECK_INT(got.size1, 0);
+	CHECK_STR(got.reason, "unknown commit header");
+	CHECK(got.reason != obj.reason);
+
+	/* misses, and names of the wrong kind */
+	fill_name(&other, &hash_sha256, 999, 1);
+	CHECK_INT(cache_get(c, &other, &got), XL_ENOTFOUND);
+	CHECK(got.sha256.algo == NULL);
+	fill_name(&other, &hash_sha1, 999, 2);
+	CHECK_INT(cache_get_by_sha1(c, &other, &got), XL_ENOTFOUND);
+	CHECK_INT(cache_get(c, &other, &got), XL_EINVALID);
+	make_obj(&obj, 3);
+	CHECK_INT(cache_get_by_sha1(c, &obj.sha256, &got), XL_EINVALID);
+	cache_close(c);
+out:
+	scratch_end();
+}
+
+TEST(put_replaces_and_canonicalises)
+{
+	struct cache_object obj, got;
+	struct cache *c;
+	uint64_t n, u;
+
+	scratch_begin();
+	c = open_ok(&hash_sha256, NULL);
+	if (!c)
+		goto out;
+	make_obj(&obj, 1);
+	/* outside a batch: autocommit */
+	CHECK_INT(cache_put(c, &obj), 0);
+	/* the same name again, now untranslatable, with a stray size1 */
+	memset(&obj.sha1, 0, sizeof(obj.sha1));
+	obj.size1 = 12345;
+	obj.reason = "gitlink without mapping";
+	CHECK_INT(cache_put(c, &obj), 0);
+	CHECK_INT(cache_count(c, &n, &u), 0);
+	CHECK_INT(n, 1);
+	CHECK_INT(u, 1);
+	CHECK_INT(cache_get(c, &obj.sha256, &got), 0);
+	CHECK_INT(got.size1, 0);
+	CHECK_STR(got.reason, "gitlink without mapping");
+
+	/* and back; a reason given with a SHA-1 name is not kept */
+	make_obj(&obj, 1);
+	obj.reason = "stale";
+	CHECK_INT(cache_put(c, &obj), 0);
+	CHECK_INT(cache_get(c, &obj.sha256, &got), 0);
+	CHECK(got.reason == NULL);
+	CHECK(got.sha1.algo == &hash_sha1);
+	CHECK_INT(cache_count(c, &n, &u), 0);
+	CHECK_INT(u, 0);
+
+	/* an untranslatable object without a reason is allowed */
+	make_obj(&obj, 2);
+	memset(&obj.sha1, 0, sizeof(obj.sha1));
+	obj.reason = NULL;
+	CHECK_INT(cache_put(c, &obj), 0);
+	CHECK_INT(cache_get(c, &obj.sha256, &got), 0);
+	CHECK(got.reason == NULL);
+	CHECK(got.sha1.algo == NULL);
+
+	/* bad input from the caller */
+	make_obj(&obj, 3);
+	obj.type = OBJ_OFS_DELTA;
+	CHECK_INT(cache_put(c, &obj), XL_EINVALID);
+	make_obj(&obj, 3);
+	obj.sha256.algo = &hash_sha1;
+	CHECK_INT(cache_put(c, &obj), XL_EINVALID);
+	make_obj(&obj, 3);
+	obj.sha1.algo = &hash_sha256;
+	CHECK_INT(cache_put(c, &obj), XL_EINVALID);
+	make_obj(&obj, 3);
+	obj.size256 = UINT64_MAX;
+	CHECK_INT(cache_put(c, &obj), XL_EINVALID);
+	CHECK_INT(cache_count(c, &n, &u), 0);
+	CHECK_INT(n, 2);
+	cache_close(c);
+out:
+	scratch_end();
+}
+
+/*
+ * A reason stays put until the same thread's next call on the same
+ * cache: lookups in another cache, or by another thread, leave it.
+ */
+struct reason_arg {
+	struct cache *cache;
+	int errors;
+};
+
+static void *reason_thread(void *data)
+{
+	struct reason_arg *a = data;
+
+	for (uint64_t id = 17; id < 2000; id += 10) {
+		struct cache_object want, got;
+
+		make_obj(&want, id);
+		if (cache_get(a->cache, &want.sha256, &got) ||
+		    strcmp(got.reason, "unknown commit header"))
+			a->errors++;
+	}
+	return NULL;
+}
+
+TEST(reason_borrowed_per_thread_and_cache)
+{
+	struct cache_object obj, got_a, got_b;
+	struct cache *a, *b;
+	struct reason_arg arg;
+	char other[sizeof(db_path)];
+	pthread_t th;
+
+	scratch_begin();
+	a = open_ok(&hash_sha256, NULL);
+	snprintf(other, sizeof(other), "%s", db_path);
+	snprintf(db_path, sizeof(db_path), "%s/other.sqlite", dir);
+	b = open_ok(&hash_sha256, NULL);
+	snprintf(db_path, sizeof(db_path), "%s", other);
+	if (!a || !b)
+		goto out;
+	make_obj(&obj, 7);
+	obj.reason = "reason in a";
+	CHECK_INT(cache_put(a, &obj), 0);
+	obj.reason = "reason in b, which is longer and needs another allocation";
+	CHECK_INT(cache_put(b, &obj), 0);
+	CHECK_INT(cache_begin(a), 0);
+	CHECK_INT(put_range(a, 8, 2000), 0);
+	CHECK_INT(cache_commit(a), 0);
+
+	CHECK_INT(cache_get(a, &obj.sha256, &got_a), 0);
+	CHECK_INT(cache_get(b, &obj.sha256, &got_b), 0);
+	CHECK_STR(got_a.reason, "reason in a");
+	CHECK_STR(got_b.reason,
+		  "reason in b, which is longer and needs another allocation");
+	/* another thread hammering cache a does not touch our copy */
+	arg.cache = a;
+	arg.errors = 0;
+	CHECK_INT(pthread_create(&th, NULL, reason_thread, &arg), 0);
+	pthread_join(th, NULL);
+	CHECK_INT(arg.errors, 0);
+	CHECK_STR(got_a.reason, "reason in a");
+out:
+	cache_close(a);
+	cache_close(b);
+	scratch_end();
+}
+
+/* Store an object whose names are given as hex (the rest of it fixed). */
+static void put_named(struct cache *c, const char *hex256, const char *hex1)
+{
+	struct cache_object obj;
+
+	memset(&obj, 0, sizeof(obj));
+	CHECK_INT(oid_from_hex(&obj.sha256, &hash_sha256, hex256), 0);
+	if (hex1) {
+		CHECK_INT(oid_from_hex(&obj.sha1, &hash_sha1, hex1), 0);
+		obj.size1 = 1;
+	}
+	obj.type = OBJ_BLOB;
+	obj.size256 = 1;
+	CHECK_INT(cache_put(c, &obj), 0);
+}
+
+static int prefix(struct cache *c, const struct hash_algo *algo,
+		  const char *hex, char *found)
+{
+	struct cache_object got;
+	int ret = cache_resolve_prefix(c, algo, hex, strlen(hex), &got);
+
+	if (found) {
+		found[0] = '\0';
+		if (!ret)
+			oid_to_hex_r(found, algo == &hash_sha1 ? &got.sha1
+							       : &got.sha256);
+	}
+	return ret;
+}
+
+TEST(resolve_prefix)
+{
+	static const char a256[] = "abcd0123" "00000000000000000000000000000000000000000000000000000000";
+	static const char b256[] = "abcd0124" "ffffffffffffffffffffffffffffffffffffffffffffffffffffffff";
+	static const char c256[] = "abce0000" "00000000000000000000000000000000000000000000000000000000";
+	static const char d256[] = "00000000" "00000000000000000000000000000000000000000000000000000000";
+	static const char e256[] = "ffffffff" "ffffffffffffffffffffffffffffffffffffffffffffffffffffffff";
+	static const char a1[] = "1234500000000000000000000000000000000000";
+	static const char b1[] = "12346fffffffffffffffffffffffffffffffffff";
+	static const char c1[] = "ffffffffffffffffffffffffffffffffffffffff";
+	char found[OID_HEXSZ_MAX + 1];
+	struct cache *c;
+
+	scratch_begin();
+	c = open_ok(&hash_sha256, NULL);
+	if (!c)
+		goto out;
+	CHECK_INT(cache_begin(c), 0);
+	put_named(c, a256, a1);
+	put_named(c, b256, b1);
+	put_named(c, c256, NULL);
+	put_named(c, d256, NULL);
+	put_named(c, e256, c1);
+	CHECK_INT(cache_commit(c), 0);
+
+	/* even and odd lengths, either case, the whole name */
+	CHECK_INT(prefix(c, &hash_sha256, "abcd0123", found), 0);
+	CHECK_STR(found, a256);
+	CHECK_INT(prefix(c, &hash_sha256, "ABCD0124F", found), 0);
+	CHECK_STR(found, b256);
+	CHECK_INT(prefix(c, &hash_sha256, "abce", found), 0);
+	CHECK_STR(found, c256);
+	CHECK_INT(prefix(c, &hash_sha256, "abcd", found), XL_EAMBIGUOUS);
+	CHECK_INT(prefix(c, &hash_sha256, "abcd012", found), XL_EAMBIGUOUS);
+	CHECK_STR(found, "");
+	CHECK_INT(prefix(c, &hash_sha256, "abcd0125", found), XL_ENOTFOUND);
+	CHECK_INT(prefix(c, &hash_sha256, "abcd01230", found), 0);
+	CHECK_INT(prefix(c, &hash_sha256, "abcd01231", found), XL_ENOTFOUND);
+	CHECK_INT(prefix(c, &hash_sha256, a256, found), 0);
+	CHECK_STR(found, a256);
+	/* the very ends of the key space */
+	CHECK_INT(prefix(c, &hash_sha256, "0000", found), 0);
+	CHECK_STR(found, d256);
+	CHECK_INT(prefix(c, &hash_sha256, "fffff", found), 0);
+	CHECK_STR(found, e256);
+	CHECK_INT(prefix(c, &hash_sha256, e256, found), 0);
+
+	/* SHA-1 names go through the index; untranslatable ones have none */
+	CHECK_INT(prefix(c, &hash_sha1, "12345", found), 0);
+	CHECK_STR(found, a1);
+	CHECK_INT(prefix(c, &hash_sha1, "12346", found), 0);
+	CHECK_STR(found, b1);
+	CHECK_INT(prefix(c, &hash_sha1, "1234", found), XL_EAMBIGUOUS);
+	CHECK_INT(prefix(c, &hash_sha1, "0000", found), XL_ENOTFOUND);
+	CHECK_INT(prefix(c, &hash_sha1, c1, found), 0);
+	CHECK_STR(found, c1);
+	CHECK_INT(prefix(c, &hash_sha1, "abcd", found), XL_ENOTFOUND);
+
+	/* malformed requests */
+	CHECK_INT(prefix(c, &hash_sha256, "abc", found), XL_EINVALID);
+	CHECK_INT(prefix(c, &hash_sha256, "abcg", found), XL_EINVALID);
+	CHECK_INT(prefix(c, &hash_sha256, "abc-0123", found), XL_EINVALID);
+	CHECK_INT(prefix(c, &hash_sha1, a256, found), XL_EINVALID);
+	CHECK_INT(prefix(c, NULL, "abcd", found), XL_EINVALID);
+	cache_close(c);
+out:
+	scratch_end();
+}
+
+TEST(sha1_collision_is_ambiguous)
+{
+	struct cache_object obj, got;
+	struct cache *c;
+
+	scratch_begin();
+	c = open_ok(&hash_sha256, NULL);
+	if (!c)
+		goto out;
+	make_obj(&obj, 1);
+	CHECK_INT(cache_put(c, &obj), 0);
+	fill_name(&obj.sha256, &hash_sha256, 2, 1);	/* same sha1 */
+	CHECK_INT(cache_put(c, &obj), 0);
+	CHECK_INT(cache_get_by_sha1(c, &obj.sha1, &got), XL_EAMBIGUOUS);
+	CHECK(got.sha256.algo == NULL);
+	cache_close(c);
+out:
+	scratch_end();
+}
+
+/* ---- walks ----------------------------------------------------------- */
+
+struct walk {
+	struct cache *cache;
+	struct oid last;
+	int n, untranslatable, out_of_order, stop_at, reentry;
+};
+
+static int walk_fn(const struct cache_object *obj, void *data)
+{
+	struct walk *w = data;
+	struct cache_object other;
+
+	if (w->n && oid_cmp(&w->last, &obj->sha256) >= 0)
+		w->out_of_order++;
+	w->last = obj->sha256;
+	w->n++;
+	if (!obj->sha1.algo) {
+		w->untranslatable++;
+		if (!obj->reason || strcmp(obj->reason, "unknown commit header"))
+			w->out_of_order++;
+	}
+	if (w->reentry) {
+		/* would deadlock on a plain mutex */
+		w->reentry = cache_get(w->cache, &obj->sha256, &other);
+		return 0;
+	}
+	return w->n == w->stop_at ? 42 : 0;
+}
+
+TEST(for_each_in_order)
+{
+	struct cache *c;
+	struct walk w;
+
+	scratch_begin();
+	c = open_ok(&hash_sha256, NULL);
+	if (!c)
+		goto out;
+	CHECK_INT(cache_begin(c), 0);
+	CHECK_INT(put_range(c, 0, 1000), 0);
+	CHECK_INT(cache_commit(c), 0);
+
+	memset(&w, 0, sizeof(w));
+	CHECK_INT(cache_for_each(c, 0, walk_fn, &w), 0);
+	CHECK_INT(w.n, 1000);
+	CHECK_INT(w.untranslatable, 100);
+	CHECK_INT(w.out_of_order, 0);
+
+	memset(&w, 0, sizeof(w));
+	CHECK_INT(cache_for_each(c, 1, walk_fn, &w), 0);
+	CHECK_INT(w.n, 100);
+	CHECK_INT(w.untranslatable, 100);
+	CHECK_INT(w.out_of_order, 0);
+
+	memset(&w, 0, sizeof(w));
+	w.stop_at = 10;
+	CHECK_INT(cache_for_each(c, 0, walk_fn, &w), 42);
+	CHECK_INT(w.n, 10);
+
+	/* a callback calling into the same cache gets an error */
+	memset(&w, 0, sizeof(w));
+	w.cache = c;
+	w.reentry = 1;
+	CHECK_INT(cache_for_each(c, 0, walk_fn, &w), 0);
+	CHECK_INT(w.reentry, XL_EINVALID);
+	CHECK_INT(w.n, 1000);
+	/* and the cache is fine afterwards */
+	CHECK_INT(has(c, 5), 1);
+	cache_close(c);
+out:
+	scratch_end();
+}
+
+struct gl_walk {
+	int n, bad;
+	struct oid last_tree;
+	char last_path[64];
+};
+
+static int gitlink_fn(const struct oid *tree, const char *path,
+		      const struct oid *c256, const struct oid *c1, void *data)
+{
+	struct gl_walk *w = data;
+	int cmp = w->n ? oid_cmp(&w->last_tree, tree) : -1;
+
+	if (cmp > 0 || (!cmp && strcmp(w->last_path, path) >= 0))
+		w->bad++;
+	if (tree->algo != &hash_sha256 || c256->algo != &hash_sha256)
+		w->bad++;
+	/* the fixture: path "sub/b" has no SHA-1 commit */
+	if (!strcmp(path, "sub/b") ? c1 != NULL : !c1 || c1->algo != &hash_sha1)
+		w->bad++;
+	w->last_tree = *tree;
+	snprintf(w->last_path, sizeof(w->last_path), "%s", path);
+	w->n++;
+	return 0;
+}
+
+TEST(gitlinks)
+{
+	struct oid t1, t2, c256, c1, got, lone, other1;
+	struct gl_walk w;
+	struct cache *c;
+
+	scratch_begin();
+	c = open_ok(&hash_sha256, NULL);
+	if (!c)
+		goto out;
+	fill_name(&t1, &hash_sha256, 1, 7);
+	fill_name(&t2, &hash_sha256, 2, 7);
+	fill_name(&c256, &hash_sha256, 3, 7);
+	fill_name(&c1, &hash_sha1, 3, 8);
+	CHECK_INT(cache_begin(c), 0);
+	CHECK_INT(cache_put_gitlink(c, &t2, "sub/a", 5, &c256, &c1), 0);
+	CHECK_INT(cache_put_gitlink(c, &t1, "sub/c", 5, &c256, &c1), 0);
+	CHECK_INT(cache_put_gitlink(c, &t1, "sub/bxx", 5, &c256, NULL), 0);
+	CHECK_INT(cache_put_gitlink(c, &t1, "sub/a", 5, &c256, &c1), 0);
+	/* replacing one */
+	CHECK_INT(cache_put_gitlink(c, &t2, "sub/a", 5, &c256, &c1), 0);
+	CHECK_INT(cache_commit(c), 0);
+	CHECK_INT(cache_put_gitlink(c, &t1, "a\0b", 3, &c256, &c1), XL_EINVALID);
+	CHECK_INT(cache_put_gitlink(c, &t1, "", 0, &c256, &c1), XL_EINVALID);
+	CHECK_INT(cache_put_gitlink(c, &c1, "x", 1, &c256, &c1), XL_EINVALID);
+	CHECK_INT(cache_put_gitlink(c, &t1, "x", 1, &c256, &c256), XL_EINVALID);
+
+	memset(&w, 0, sizeof(w));
+	CHECK_INT(cache_for_each_gitlink(c, gitlink_fn, &w), 0);
+	CHECK_INT(w.n, 4);
+	CHECK_INT(w.bad, 0);
+
+	/* the target's other name, both ways; many trees, one answer */
+	CHECK_INT(cache_get_gitlink(c, &c256, &got), 0);
+	CHECK(got.algo == &hash_sha1 && !oid_cmp(&got, &c1));
+	CHECK_INT(cache_get_gitlink(c, &c1, &got), 0);
+	CHECK(got.algo == &hash_sha256 && !oid_cmp(&got, &c256));
+	CHECK_INT(cache_get_gitlink(c, &t1, &got), XL_ENOTFOUND);
+	CHECK(got.algo == NULL);
+	/* a target recorded only without a SHA-1 name has none */
+	fill_name(&lone, &hash_sha256, 4, 7);
+	CHECK_INT(cache_put_gitlink(c, &t2, "other", 5, &lone, NULL), 0);
+	CHECK_INT(cache_get_gitlink(c, &lone, &got), XL_ENOTFOUND);
+	/* records that disagree: no answer rather than a guess */
+	fill_name(&other1, &hash_sha1, 9, 8);
+	CHECK_INT(cache_put_gitlink(c, &t2, "x", 1, &c256, &other1), 0);
+	CHECK_INT(cache_get_gitlink(c, &c256, &got), XL_EAMBIGUOUS);
+	CHECK_INT(cache_get_gitlink(c, &other1, &got), 0);
+	CHECK_INT(cache_get_gitlink(c, NULL, &got), XL_EINVALID);
+	cache_close(c);
+out:
+	scratch_end();
+}
+
+TEST(packs_and_rollback)
+{
+	static const char pk[] = "0123456789abcdef0123456789abcdef01234567";
+	struct cache *c;
+	uint64_t n, u;
+
+	scratch_begin();
+	c = open_ok(&hash_sha256, NULL);
+	if (!c)
+		goto out;
+	CHECK_INT(cache_pack_known(c, pk), 0);
+	CHECK_INT(cache_begin(c), 0);
+	CHECK_INT(cache_begin(c), XL_EINVALID);	/* no nesting */
+	CHECK_INT(put_range(c, 0, 50), 0);
+	CHECK_INT(cache_pack_done(c, pk, 50), 0);
+	/* the batch's own connection sees its writes */
+	CHECK_INT(cache_pack_known(c, pk), 1);
+	cache_rollback(c);
+	CHECK_INT(cache_pack_known(c, pk), 0);
+	CHECK_INT(cache_count(c, &n, &u), 0);
+	CHECK_INT(n, 0);
+	CHECK_INT(cache_commit(c), XL_EINVALID);
+
+	CHECK_INT(cache_begin(c), 0);
+	CHECK_INT(put_range(c, 0, 50), 0);
+	CHECK_INT(cache_pack_done(c, pk, 50), 0);
+	CHECK_INT(cache_commit(c), 0);
+	cache_rollback(c);	/* nothing to roll back: harmless */
+	cache_close(c);
+
+	/* committed means on disk */
+	c = open_ok(&hash_sha256, NULL);
+	if (!c)
+		goto out;
+	CHECK_INT(cache_pack_known(c, pk), 1);
+	CHECK_INT(cache_pack_known(c, "ffff"), 0);
+	CHECK_INT(cache_count(c, &n, &u), 0);
+	CHECK_INT(n, 50);
+	CHECK_INT(u, 5);
+	CHECK_INT(has(c, 49), 1);
+	/* closing with a batch open drops it */
+	CHECK_INT(cache_begin(c), 0);
+	CHECK_INT(put_range(c, 50, 60), 0);
+	cache_close(c);
+	c = open_ok(&hash_sha256, NULL);
+	if (c) {
+		CHECK_INT(has(c, 55), 0);
+		cache_close(c);
+	}
+out:
+	scratch_end();
+}
+
+TEST(settings)
+{
+	static const char pk[] = "0123456789abcdef0123456789abcdef01234567";
+	struct warnings w = { 0 };
+	struct cache *c;
+	uint64_t n, u;
+
+	scratch_begin();
+	c = open_ok(&hash_sha256, &w);
+	if (!c)
+		goto out;
+	/* first settings on an empty cache: stored quietly */
+	CHECK_INT(cache_check_settings(c, "unknown-headers=fail;submodules=1"), 0);
+	CHECK_INT(w.n, 0);
+	CHECK_INT(cache_begin(c), 0);
+	CHECK_INT(put_range(c, 0, 20), 0);
+	CHECK_INT(cache_pack_done(c, pk, 20), 0);
+	CHECK_INT(cache_commit(c), 0);
+	/* the same: nothing happens */
+	CHECK_INT(cache_check_settings(c, "unknown-headers=fail;submodules=1"), 0);
+	CHECK_INT(w.n, 0);
+	CHECK_INT(cache_count(c, &n, &u), 0);
+	CHECK_INT(n, 20);
+	/* different: emptied, with a warning naming both */
+	CHECK_INT(cache_check_settings(c, "unknown-headers=fail;submodules=2"), 0);
+	CHECK_INT(w.n, 1);
+	CHECK(strstr(w.last, "submodules=1") && strstr(w.last, "submodules=2"));
+	CHECK(strstr(w.last, db_path) != NULL);
+	CHECK_INT(cache_count(c, &n, &u), 0);
+	CHECK_INT(n, 0);
+	CHECK_INT(cache_pack_known(c, pk), 0);
+	cache_close(c);
+
+	/* settings survive a reopen */
+	c = open_ok(&hash_sha256, &w);
+	if (!c)
+		goto out;
+	CHECK_INT(cache_check_settings(c, "unknown-headers=fail;submodules=2"), 0);
+	CHECK_INT(w.n, 1);
+	/* rows but no settings recorded: emptied too */
+	CHECK_INT(cache_put(c, &(struct cache_object){
+				       .sha256 = { .algo = &hash_sha256 },
+				       .type = OBJ_BLOB }), 0);
+	cache_close(c);
+	sql(db_path, "DELETE FROM meta WHERE key = 'settings'");
+	c = open_ok(&hash_sha256, &w);
+	if (!c)
+		goto out;
+	CHECK_INT(cache_check_settings(c, "x"), 0);
+	CHECK_INT(w.n, 2);
+	CHECK(strstr(w.last, "unrecorded") != NULL);
+	CHECK_INT(cache_count(c, &n, &u), 0);
+	CHECK_INT(n, 0);
+	/* inside a batch it joins the batch */
+	CHECK_INT(cache_begin(c), 0);
+	CHECK_INT(put_range(c, 0, 5), 0);
+	CHECK_INT(cache_check_settings(c, "y"), 0);
+	CHECK_INT(w.n, 3);
+	CHECK_INT(put_range(c, 5, 7), 0);
+	CHECK_INT(cache_commit(c), 0);
+	CHECK_INT(cache_count(c, &n, &u), 0);
+	CHECK_INT(n, 2);
+	cache_close(c);
+out:
+	scratch_end();
+}
+
+/* ---- bad files ------------------------------------------------------- */
+
+TEST(corrupt_garbage)
+{
+	struct warnings w = { 0 };
+	unsigned char junk[8192];
+	struct cache *c;
+
+	scratch_begin();
+	for (size_t i = 0; i < sizeof(junk); i++)
+		junk[i] = (unsigned char)mix(i);
+	write_file(db_path, junk, sizeof(junk));
+	c = open_ok(&hash_sha256, &w);
+	check_replaced(c, &w);
+	cache_close(c);
+
+	/* garbage behind a real sqlite magic string */
+	memcpy(junk, "SQLite format 3", 16);
+	write_file(db_path, junk, sizeof(junk));
+	memset(&w, 0, sizeof(w));
+	c = open_ok(&hash_sha256, &w);
+	check_replaced(c, &w);
+	cache_close(c);
+
+	/* a short text file */
+	write_file(db_path, "hello\n", 6);
+	memset(&w, 0, sizeof(w));
+	c = open_ok(&hash_sha256, &w);
+	check_replaced(c, &w);
+	cache_close(c);
+	scratch_end();
+}
+
+TEST(corrupt_truncated)
+{
+	struct warnings w = { 0 };
+	struct cache *c;
+	struct stat st;
+
+	scratch_begin();
+	make_cache(&hash_sha256, 20000);
+	/* the last close checkpointed everything into the main file */
+	CHECK(!exists_suffix("-wal"));
+	CHECK_INT(stat(db_path, &st), 0);
+	CHECK(st.st_size > 100000);
+	CHECK_INT(truncate(db_path, st.st_size / 2), 0);
+	c = open_ok(&hash_sha256, &w);
+	check_replaced(c, &w);
+	CHECK(strstr(w.last, "quick_check") || strstr(w.last, "malformed"));
+	cache_close(c);
+	scratch_end();
+}
+
+TEST(corrupt_foreign_application)
+{
+	struct warnings w = { 0 };
+	struct cache *c;
+	char corrupt[400];
+
+	scratch_begin();
+	sql(db_path, "PRAGMA application_id = 305419896;"
+		     "CREATE TABLE photos(id INTEGER PRIMARY KEY, name TEXT);"
+		     "INSERT INTO photos(name) VALUES ('cat.jpg');");
+	c = open_ok(&hash_sha256, &w);
+	check_replaced(c, &w);
+	CHECK(strstr(w.last, "0x12345678") != NULL);
+	cache_close(c);
+	/* the other program's file is kept, unharmed, beside */
+	snprintf(corrupt, sizeof(corrupt), "%s.corrupt", db_path);
+	CHECK_INT(sql_int(corrupt, "SELECT count(*) FROM photos"), 1);
+
+	/* a sqlite file with no application id at all */
+	scratch_end();
+	scratch_begin();
+	sql(db_path, "CREATE TABLE t(x); INSERT INTO t VALUES (1);");
+	memset(&w, 0, sizeof(w));
+	c = open_ok(&hash_sha256, &w);
+	check_replaced(c, &w);
+	cache_close(c);
+	scratch_end();
+}
+
+TEST(corrupt_future_version)
+{
+	struct warnings w = { 0 };
+	struct cache *c;
+
+	scratch_begin();
+	make_cache(&hash_sha256, 100);
+	sql(db_path, "PRAGMA user_version = 2");
+	c = open_ok(&hash_sha256, &w);
+	check_replaced(c, &w);
+	CHECK(strstr(w.last, "schema version 2") != NULL);
+	cache_close(c);
+
+	/* and an older one */
+	sql(db_path, "PRAGMA user_version = 0");
+	memset(&w, 0, sizeof(w));
+	c = open_ok(&hash_sha256, &w);
+	check_replaced(c, &w);
+	cache_close(c);
+	scratch_end();
+}
+
+TEST(corrupt_other_format)
+{
+	struct warnings w = { 0 };
+	struct cache *c;
+
+	scratch_begin();
+	make_cache(&hash_sha1, 0);
+	c = open_ok(&hash_sha256, &w);
+	check_replaced(c, &w);
+	CHECK(strstr(w.last, "sha1") != NULL);
+	cache_close(c);
+	/* and the SHA-1 store round-trips on its own terms */
+	scratch_end();
+	scratch_begin();
+	c = open_ok(&hash_sha1, &w);
+	if (c) {
+		struct cache_object obj = { .type = OBJ_TREE, .size256 = 5 }, got;
+
+		fill_name(&obj.sha256, &hash_sha1, 1, 1);
+		CHECK_INT(cache_put(c, &obj), 0);
+		CHECK_INT(cache_get(c, &obj.sha256, &got), 0);
+		CHECK(same_obj(&obj, &got));
+		CHECK_INT(cache_resolve_prefix(c, &hash_sha1, "0000", 4, &got),
+			  XL_ENOTFOUND);
+		cache_close(c);
+	}
+	scratch_end();
+}
+
+TEST(corrupt_schema_tampered)
+{
+	struct warnings w = { 0 };
+	struct cache *c;
+
+	scratch_begin();
+	make_cache(&hash_sha256, 10);
+	/* a trigger is code someone else put in our file */
+	sql(db_path, "CREATE TRIGGER t AFTER INSERT ON objects "
+		     "BEGIN DELETE FROM packs; END;");
+	c = open_ok(&hash_sha256, &w);
+	check_replaced(c, &w);
+	CHECK(strstr(w.last, "trigger") != NULL);
+	cache_close(c);
+
+	/* a missing table */
+	sql(db_path, "DROP TABLE gitlinks");
+	memset(&w, 0, sizeof(w));
+	c = open_ok(&hash_sha256, &w);
+	check_replaced(c, &w);
+	cache_close(c);
+
+	/* the format record gone */
+	sql(db_path, "DELETE FROM meta");
+	memset(&w, 0, sizeof(w));
+	c = open_ok(&hash_sha256, &w);
+	check_replaced(c, &w);
+	cache_close(c);
+	scratch_end();
+}
+
+/*
+ * Tables with our names but without the CHECKs, holding rows that break
+ * them: quick_check passes, so only the readers' own checks stand
+ * between the rows and a struct oid.
+ */
+#define R4(x) x x x x
+#define R32(x) R4(R4(x)) R4(R4(x))
+#define R20(x) R4(x) R4(x) R4(x) R4(x) R4(x)
+TEST(corrupt_rows_rejected_on_read)
+{
+	struct warnings w = { 0 };
+	struct cache_object got;
+	struct cache *c;
+	struct gl_walk gw;
+	struct walk wk;
+	struct oid name;
+
+	scratch_begin();
+	sql(db_path,
+	    "PRAGMA journal_mode = WAL;"
+	    "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;"
+	    "CREATE TABLE objects(sha256 BLOB PRIMARY KEY, sha1 BLOB, type, "
+	    "size256, size1, reason) WITHOUT ROWID;"
+	    "CREATE INDEX objects_sha1 ON objects(sha1);"
+	    "CREATE TABLE packs(checksum TEXT PRIMARY KEY, objects) WITHOUT ROWID;"
+	    "CREATE TABLE gitlinks(tree BLOB, path BLOB, commit256 BLOB, "
+	    "commit1 BLOB, PRIMARY KEY(tree, path)) WITHOUT ROWID;"
+	    "CREATE INDEX gitlinks_commit256 ON gitlinks(commit256);"
+	    "CREATE INDEX gitlinks_commit1 ON gitlinks(commit1);"
+	    "INSERT INTO meta VALUES ('format', 'sha256');"
+	    "PRAGMA application_id = 2020370035; PRAGMA user_version = 1;"
+	    /* a 33-byte name: first in order, inside the prefix 0000 */
+	    "INSERT INTO objects VALUES (zeroblob(33), NULL, 3, 1, NULL, NULL);"
+	    /* a good name with a bad type */
+	    "INSERT INTO objects VALUES (x'" R32("11") "', NULL, 9, 1, NULL, NULL);"
+	    /* a good name with a text SHA-1 and a negative size */
+	    "INSERT INTO objects VALUES (x'" R32("22") "', 'abc', 3, -5, 1, NULL);"
+	    "INSERT INTO gitlinks VALUES (x'33', 'p', x'44', NULL);");
+	c = open_ok(&hash_sha256, &w);
+	CHECK_INT(w.n, 0);
+	if (!c)
+		goto out;
+	memset(name.hash, 0x11, sizeof(name.hash));
+	oid_from_raw(&name, &hash_sha256, name.hash);
+	CHECK_INT(cache_get(c, &name, &got), XL_ECORRUPT);
+	CHECK(got.sha256.algo == NULL);
+	memset(name.hash, 0x22, sizeof(name.hash));
+	oid_from_raw(&name, &hash_sha256, name.hash);
+	CHECK_INT(cache_get(c, &name, &got), XL_ECORRUPT);
+	CHECK_INT(cache_resolve_prefix(c, &hash_sha256, "0000", 4, &got),
+		  XL_ECORRUPT);
+	memset(&wk, 0, sizeof(wk));
+	CHECK_INT(cache_for_each(c, 0, walk_fn, &wk), XL_ECORRUPT);
+	CHECK_INT(wk.n, 0);
+	memset(&gw, 0, sizeof(gw));
+	CHECK_INT(cache_for_each_gitlink(c, gitlink_fn, &gw), XL_ECORRUPT);
+	CHECK_INT(gw.n, 0);
+	cache_close(c);
+out:
+	scratch_end();
+}
+
+/*
+ * An index that disagrees with its table (made by rewriting the index's
+ * definition behind sqlite's back): quick_check does not compare them,
+ * so the lookup itself must notice that the row is not the one asked
+ * for.
+ */
+TEST(corrupt_index_disagrees)
+{
+	struct warnings w = { 0 };
+	struct cache_object got;
+	struct cache *c;
+	struct oid name;
+
+	scratch_begin();
+	sql(db_path,
+	    "PRAGMA journal_mode = WAL;"
+	    "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;"
+	    "CREATE TABLE objects(sha256 BLOB PRIMARY KEY, sha1 BLOB, type, "
+	    "size256, size1, reason, decoy BLOB) WITHOUT ROWID;"
+	    "CREATE INDEX objects_sha1 ON objects(decoy);"
+	    "CREATE TABLE packs(checksum TEXT PRIMARY KEY, objects) WITHOUT ROWID;"
+	    "CREATE TABLE gitlinks(tree BLOB, path BLOB, commit256 BLOB, "
+	    "commit1 BLOB, PRIMARY KEY(tree, path)) WITHOUT ROWID;"
+	    "CREATE INDEX gitlinks_commit256 ON gitlinks(commit256);"
+	    "CREATE INDEX gitlinks_commit1 ON gitlinks(commit1);"
+	    "INSERT INTO meta VALUES ('format', 'sha256');"
+	    "PRAGMA application_id = 2020370035; PRAGMA user_version = 1;"
+	    "INSERT INTO objects VALUES (x'" R32("11") "', x'" R20("aa") "', "
+	    "3, 1, 1, NULL, x'" R20("bb") "');"
+	    "PRAGMA writable_schema = ON;"
+	    "UPDATE sqlite_schema SET sql = "
+	    "'CREATE INDEX objects_sha1 ON objects(sha1)' "
+	    "WHERE name = 'objects_sha1';");
+	c = open_ok(&hash_sha256, &w);
+	CHECK_INT(w.n, 0);
+	if (!c)
+		goto out;
+	/* the index says bb.. names object 11..; the row says aa.. */
+	memset(name.hash, 0xbb, sizeof(name.hash));
+	oid_from_raw(&name, &hash_sha1, name.hash);
+	CHECK_INT(cache_get_by_sha1(c, &name, &got), XL_ECORRUPT);
+	CHECK(got.sha256.algo == NULL);
+	CHECK_INT(cache_resolve_prefix(c, &hash_sha1, "bbbb", 4, &got),
+		  XL_ECORRUPT);
+	cache_close(c);
+out:
+	scratch_end();
+}
+
+TEST(corrupt_replaces_older_copy)
+{
+	struct warnings w = { 0 };
+	struct cache *c;
+	char p[400];
+	struct stat st;
+
+	scratch_begin();
+	/* an old .corrupt and a stale .corrupt-wal from an earlier accident */
+	snprintf(p, sizeof(p), "%s.corrupt", db_path);
+	write_file(p, "old", 3);
+	snprintf(p, sizeof(p), "%s.corrupt-wal", db_path);
+	write_file(p, "stale log", 9);
+	write_file(db_path, "new garbage, longer than the old", 32);
+	c = open_ok(&hash_sha256, &w);
+	check_replaced(c, &w);
+	cache_close(c);
+	snprintf(p, sizeof(p), "%s.corrupt", db_path);
+	CHECK_INT(stat(p, &st), 0);
+	CHECK_INT(st.st_size, 32);
+	CHECK(!exists_suffix(".corrupt-wal"));
+
+	/*
+	 * A foreign WAL database that its program still has open, so its
+	 * -wal and -shm are there (sqlite deletes them when the last
+	 * connection closes, so a closed file rarely leaves any): all three
+	 * files move together.
+	 */
+	{
+		sqlite3 *db;
+
+		CHECK_INT(unlink(db_path), 0);
+		CHECK_INT(sqlite3_open(db_path, &db), SQLITE_OK);
+		CHECK_INT(sqlite3_exec(db, "PRAGMA journal_mode = WAL;"
+				       "CREATE TABLE t(x);"
+				       "INSERT INTO t VALUES (1);",
+				       NULL, NULL, NULL), SQLITE_OK);
+		CHECK(exists_suffix("-wal"));
+		memset(&w, 0, sizeof(w));
+		c = open_ok(&hash_sha256, &w);
+		check_replaced(c, &w);
+		CHECK(strstr(w.last, "no application id") != NULL);
+		cache_close(c);
+		CHECK(exists_suffix(".corrupt-wal"));
+		CHECK(exists_suffix(".corrupt-shm"));
+		sqlite3_close(db);
+	}
+	snprintf(p, sizeof(p), "%s.corrupt", db_path);
+	CHECK_INT(sql_int(p, "SELECT count(*) FROM t"), 1);
+	scratch_end();
+}
+
+TEST(open_errors_are_not_corruption)
+{
+	struct warnings w = { 0 };
+	struct cache *c = (struct cache *)1;
+
+	scratch_begin();
+	/* a directory where the file should be */
+	CHECK_INT(mkdir(db_path, 0777), 0);
+	CHECK_INT(cache_open(&c, db_path, &hash_sha256, on_warn, &w), XL_EIO);
+	CHECK(c == NULL);
+	CHECK_INT(w.n, 0);
+	CHECK(!exists_suffix(".corrupt"));
+	CHECK(strstr(err_msg(), db_path) != NULL);
+	/* no such directory */
+	snprintf(db_path, sizeof(db_path), "%s/no/such/dir/c.sqlite", dir);
+	CHECK_INT(cache_open(&c, db_path, &hash_sha256, on_warn, &w), XL_EIO);
+	CHECK_INT(w.n, 0);
+	CHECK_INT(cache_open(&c, "", &hash_sha256, NULL, NULL), XL_EINVALID);
+	scratch_end();
+}
+
+/* ---- crashes and concurrency ----------------------------------------- */
+
+#define CRASH_BATCHES 5
+#define CRASH_BATCH 2000
+
+TEST(crash_mid_batch)
+{
+	struct warnings w = { 0 };
+	uint64_t n, u;
+	struct cache *c;
+	pid_t pid;
+	int status, missing = 0, extra = 0;
+
+	scratch_begin();
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		abort();
+	if (!pid) {
+		/* the child: its own connection, committed batches, then death */
+		struct cache *cc;
+
+		if (cache_open(&cc, db_path, &hash_sha256, NULL, NULL))
+			_exit(1);
+		for (int b = 0; b < CRASH_BATCHES; b++) {
+			if (cache_begin(cc) ||
+			    put_range(cc, b * CRASH_BATCH, (b + 1) * CRASH_BATCH) ||
+			    cache_pack_done(cc, b ? "pack-b" : "pack-a", 1) ||
+			    cache_commit(cc))
+				_exit(2);
+		}
+		if (cache_begin(cc) ||
+		    put_range(cc, CRASH_BATCHES * CRASH_BATCH,
+			      CRASH_BATCHES * CRASH_BATCH + 30000) ||
+		    cache_pack_done(cc, "pack-uncommitted", 1))
+			_exit(3);
+		kill(getpid(), SIGKILL);
+		_exit(4);
+	}
+	CHECK_INT(waitpid(pid, &status, 0), pid);
+	CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	if (!WIFSIGNALED(status))
+		printf("# child exited with %d\n", WEXITSTATUS(status));
+
+	c = open_ok(&hash_sha256, &w);
+	if (!c)
+		goto out;
+	CHECK_INT(w.n, 0);
+	CHECK_INT(cache_count(c, &n, &u), 0);
+	CHECK_INT(n, CRASH_BATCHES * CRASH_BATCH);
+	for (uint64_t id = 0; id < CRASH_BATCHES * CRASH_BATCH; id++)
+		missing += has(c, id) != 1;
+	for (uint64_t id = CRASH_BATCHES * CRASH_BATCH;
+	     id < CRASH_BATCHES * CRASH_BATCH + 30000; id += 97)
+		extra += has(c, id) != 0;
+	CHECK_INT(missing, 0);
+	CHECK_INT(extra, 0);
+	CHECK_INT(cache_pack_known(c, "pack-a"), 1);
+	CHECK_INT(cache_pack_known(c, "pack-b"), 1);
+	CHECK_INT(cache_pack_known(c, "pack-uncommitted"), 0);
+	/* and it takes writes again */
+	CHECK_INT(cache_begin(c), 0);
+	CHECK_INT(put_range(c, 100000, 100010), 0);
+	CHECK_INT(cache_commit(c), 0);
+	cache_close(c);
+	CHECK(quick_check_ok(db_path));
+out:
+	scratch_end();
+}
+
+TEST(reader_does_not_wait_for_writer)
+{
+	struct cache *writer, *reader = NULL;
+	uint64_t n = 0, u;
+	double t0, t;
+
+	scratch_begin();
+	writer = open_ok(&hash_sha256, NULL);
+	if (!writer)
+		goto out;
+	CHECK_INT(cache_begin(writer), 0);
+	CHECK_INT(put_range(writer, 0, 1000), 0);
+	CHECK_INT(cache_commit(writer), 0);
+	/* a big batch, open */
+	CHECK_INT(cache_begin(writer), 0);
+	CHECK_INT(put_range(writer, 1000, 61000), 0);
+
+	t0 = now();
+	reader = open_ok(&hash_sha256, NULL);
+	if (reader) {
+		CHECK_INT(cache_count(reader, &n, &u), 0);
+		CHECK_INT(n, 1000);
+		CHECK_INT(has(reader, 999), 1);
+		CHECK_INT(has(reader, 1000), 0);
+		CHECK_INT(has(reader, 60999), 0);
+	}
+	t = now() - t0;
+	/* the busy timeout is 10 s: waiting on the writer would show */
+	printf("# reader open + reads during a 60k-row batch: %.1f ms\n",
+	       t * 1e3);
+	CHECK(t < 2.0);
+
+	CHECK_INT(cache_commit(writer), 0);
+	if (reader) {
+		/* every statement is a fresh snapshot: the batch is visible */
+		CHECK_INT(cache_count(reader, &n, &u), 0);
+		CHECK_INT(n, 61000);
+		CHECK_INT(has(reader, 60999), 1);
+	}
+	cache_close(reader);
+	cache_close(writer);
+out:
+	scratch_end();
+}
+
+struct open_arg {
+	pthread_barrier_t *start;
+	int ret, warnings;
+};
+
+static void *open_thread(void *data)
+{
+	struct open_arg *a = data;
+	struct warnings w = { 0 };
+	struct cache *c = NULL;
+
+	pthread_barrier_wait(a->start);
+	a->ret = cache_open(&c, db_path, &hash_sha256, on_warn, &w);
+	if (!a->ret)
+		a->ret = put_range(c, 0, 10);
+	if (a->ret)
+		printf("# concurrent open: %s\n", err_msg());
+	a->warnings = w.n;
+	cache_close(c);
+	return NULL;
+}
+
+/* Openers racing to create the same new file all get the one schema. */
+TEST(concurrent_create)
+{
+	pthread_barrier_t start;
+	struct open_arg args[4];
+	pthread_t th[4];
+
+	for (int round = 0; round < 10; round++) {
+		scratch_begin();
+		pthread_barrier_init(&start, NULL, 4);
+		for (int i = 0; i < 4; i++) {
+			args[i] = (struct open_arg){ &start, -100, -1 };
+			CHECK_INT(pthread_create(&th[i], NULL, open_thread,
+						 &args[i]), 0);
+		}
+		for (int i = 0; i < 4; i++) {
+			pthread_join(th[i], NULL);
+			CHECK_INT(args[i].ret, 0);
+			CHECK_INT(args[i].warnings, 0);
+		}
+		pthread_barrier_destroy(&start);
+		CHECK(!exists_suffix(".corrupt"));
+		CHECK_INT(sql_int(db_path, "SELECT count(*) FROM objects"), 10);
+		scratch_end();
+	}
+}
+
+struct thread_arg {
+	struct cache *cache;
+	uint64_t from, to;
+	int errors;
+};
+
+static void *thread_main(void *data)
+{
+	struct thread_arg *a = data;
+
+	for (uint64_t id = a->from; id < a->to; id++) {
+		struct cache_object obj;
+
+		make_obj(&obj, id);
+		if (cache_put(a->cache, &obj) || has(a->cache, id) != 1 ||
+		    has(a->cache, id / 2) < 0)
+			a->errors++;
+	}
+	return NULL;
+}
+
+TEST(threads_share_one_cache)
+{
+	struct thread_arg args[4];
+	pthread_t th[4];
+	struct cache *c;
+	uint64_t n, u;
+
+	scratch_begin();
+	c = open_ok(&hash_sha256, NULL);
+	if (!c)
+		goto out;
+	CHECK_INT(cache_begin(c), 0);
+	for (int i = 0; i < 4; i++) {
+		args[i] = (struct thread_arg){ c, i * 5000, (i + 1) * 5000, 0 };
+		CHECK_INT(pthread_create(&th[i], NULL, thread_main, &args[i]), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		CHECK_INT(args[i].errors, 0);
+	}
+	CHECK_INT(cache_commit(c), 0);
+	CHECK_INT(cache_count(c, &n, &u), 0);
+	CHECK_INT(n, 20000);
+	cache_close(c);
+out:
+	scratch_end();
+}
+
+/* ---- speed ----------------------------------------------------------- */
+
+#define PERF_OBJECTS 130000
+#define PERF_LOOKUPS 100000
+
+TEST(speed_130k_batch)
+{
+	struct cache_object *objs, got;
+	struct cache *c;
+	double t0, put, commit, get256, get1, reopen;
+	int bad = 0, n1 = 0;
+
+	scratch_begin();
+	objs = calloc(PERF_OBJECTS, sizeof(*objs));
+	if (!objs)
+		abort();
+	for (uint64_t id = 0; id < PERF_OBJECTS; id++)
+		make_obj(&objs[id], id);
+	c = open_ok(&hash_sha256, NULL);
+	if (!c)
+		goto out;
+
+	t0 = now();
+	CHECK_INT(cache_begin(c), 0);
+	for (int i = 0; i < PERF_OBJECTS; i++)
+		bad += cache_put(c, &objs[i]) != 0;
+	put = now() - t0;
+	CHECK_INT(cache_commit(c), 0);
+	commit = now() - t0;
+	CHECK_INT(bad, 0);
+
+	t0 = now();
+	for (int i = 0; i < PERF_LOOKUPS; i++) {
+		const struct cache_object *o = &objs[mix(i) % PERF_OBJECTS];
+
+		bad += cache_get(c, &o->sha256, &got) != 0 || !same_obj(o, &got);
+	}
+	get256 = now() - t0;
+	t0 = now();
+	for (int i = 0; i < PERF_LOOKUPS; i++) {
+		const struct cache_object *o = &objs[mix(i) % PERF_OBJECTS];
+
+		if (!o->sha1.algo)
+			continue;
+		n1++;
+		bad += cache_get_by_sha1(c, &o->sha1, &got) != 0 ||
+		       !same_obj(o, &got);
+	}
+	get1 = now() - t0;
+	CHECK_INT(bad, 0);
+	cache_close(c);
+
+	/* opening runs quick_check over the whole file */
+	t0 = now();
+	c = open_ok(&hash_sha256, NULL);
+	reopen = now() - t0;
+	cache_close(c);
+
+	printf("# %d puts in one batch: %.0f ms (%.2f us/put), with commit "
+	       "%.0f ms\n", PERF_OBJECTS, put * 1e3, put * 1e6 / PERF_OBJECTS,
+	       commit * 1e3);
+	printf("# lookups: by sha256 %.2f us, by sha1 %.2f us\n",
+	       get256 * 1e6 / PERF_LOOKUPS, get1 * 1e6 / n1);
+	printf("# reopen of a %d-object cache (quick_check): %.0f ms\n",
+	       PERF_OBJECTS, reopen * 1e3);
+	/* generous, for sanitizer builds; the point is the printed numbers */
+	CHECK(commit < 5.0);
+	CHECK(get256 / PERF_LOOKUPS < 100e-6);
+out:
+	free(objs);
+	scratch_end();
+}
+
+/* ---- default path ---------------------------------------------------- */
+
+TEST(default_path)
+{
+	char objdir[400], expect[600], hex[65];
+	unsigned char md[32];
+	unsigned int mdlen;
+	struct buf out = BUF_INIT;
+	char *old_xdg = getenv("XDG_CACHE_HOME"), *old_home = getenv("HOME");
+
+	old_xdg = old_xdg ? strdup(old_xdg) : NULL;
+	old_home = old_home ? strdup(old_home) : NULL;
+	scratch_begin();
+
+	/* objects/info missing: created, and the cache goes there */
+	snprintf(objdir, sizeof(objdir), "%s/objects", dir);
+	CHECK_INT(mkdir(objdir, 0777), 0);
+	CHECK_INT(cache_default_path(objdir, &out), 0);
+	snprintf(expect, sizeof(expect), "%s/info/xlatefs-cache.sqlite", objdir);
+	CHECK_STR(out.buf, expect);
+
+	/*
+	 * An objects directory where info/ cannot be made (its parent does
+	 * not exist; a read-only one would not do, as root may write it):
+	 * the per-user directory, named by the path's digest.
+	 */
+	snprintf(objdir, sizeof(objdir), "%s/gone/objects", dir);
+	EVP_Digest(objdir, strlen(objdir), md, &mdlen, EVP_sha256(), NULL);
+	for (int i = 0; i < 32; i++)
+		snprintf(hex + 2 * i, 3, "%02x", md[i]);
+	snprintf(expect, sizeof(expect), "%s/xdg", dir);
+	setenv("XDG_CACHE_HOME", expect, 1);
+	snprintf(expect, sizeof(expect), "%s/xdg/xlatefs/%s.sqlite", dir, hex);
+	CHECK_INT(cache_default_path(objdir, &out), 0);
+	CHECK_STR(out.buf, expect);
+	snprintf(expect, sizeof(expect), "%s/xdg/xlatefs", dir);
+	CHECK(exists(expect));
+
+	/* a relative XDG_CACHE_HOME is ignored for $HOME/.cache */
+	setenv("XDG_CACHE_HOME", "relative", 1);
+	snprintf(expect, sizeof(expect), "%s/home", dir);
+	setenv("HOME", expect, 1);
+	snprintf(expect, sizeof(expect), "%s/home/.cache/xlatefs/%s.sqlite",
+		 dir, hex);
+	CHECK_INT(cache_default_path(objdir, &out), 0);
+	CHECK_STR(out.buf, expect);
+
+	/* and the path works */
+	snprintf(db_path, sizeof(db_path), "%s", out.buf);
+	cache_close(open_ok(&hash_sha256, NULL));
+	CHECK(exists(db_path));
+
+	unsetenv("XDG_CACHE_HOME");
+	unsetenv("HOME");
+	CHECK_INT(cache_default_path(objdir, &out), XL_EIO);
+	CHECK_INT(out.len, 0);
+
+	if (old_xdg)
+		setenv("XDG_CACHE_HOME", old_xdg, 1);
+	if (old_home)
+		setenv("HOME", old_home, 1);
+	free(old_xdg);
+	free(old_home);
+	buf_release(&out);
+	scratch_end();
+}
+
+const struct test tests[] = {
+	T(open_creates_schema),
+	T(put_get_both_names),
+	T(put_replaces_and_canonicalises),
+	T(reason_borrowed_per_thread_and_cache),
+	T(resolve_prefix),
+	T(sha1_collision_is_ambiguous),
+	T(for_each_in_order),
+	T(gitlinks),
+	T(packs_and_rollback),
+	T(settings),
+	T(corrupt_garbage),
+	T(corrupt_truncated),
+	T(corrupt_foreign_application),
+	T(corrupt_future_version),
+	T(corrupt_other_format),
+	T(corrupt_schema_tampered),
+	T(corrupt_rows_rejected_on_read),
+	T(corrupt_index_disagrees),
+	T(corrupt_replaces_older_copy),
+	T(open_errors_are_not_corruption),
+	T(crash_mid_batch),
+	T(reader_does_not_wait_for_writer),
+	T(threads_share_one_cache),
+	T(concurrent_create),
+	T(speed_130k_batch),
+	T(default_path),
+	{ NULL, NULL },
+};

@@ -1,0 +1,880 @@
+/*
+ * build.c: name every object of a repository, in dependency order, into
+ * the cache.
+ *
+ *   xlate_build
+ *     gather       packs the cache has not finished, and loose objects:
+ *                  every object not already in the cache is new
+ *     classify     the type and size of each new object (headers only)
+ *     blobs        SHA-1 of "blob <size>\0" + content, on N threads;
+ *                  a blob's SHA-1 form is its SHA-256 form
+ *     the rest     an explicit-stack depth-first walk: an object is named
+ *                  after everything it refers to (trees bottom-up,
+ *                  commits after their trees and parents, tags after
+ *                  their targets), by converting it with xlate_object()
+ *                  and hashing the result
+ *     store        in the order names are found, in batches, each batch
+ *                  one transaction; then the packs are marked finished
+ *
+ * Memory: the name table holds every new object and every cached name
+ * looked up (about 80 bytes each); the walk's stack holds one frame per
+ * level, with the content of trees and tags on it (tree depth is small)
+ * but not of commits, which are read again when their turn comes
+ * (history can be millions deep).
+ *
+ * A repository whose objects refer to each other in a cycle cannot exist
+ * unless it is corrupt (names are hashes); the walk notices a reference
+ * to an object on its own stack and refuses both instead of looping.
+ */
+#include "xlate_i.h"
+#include "../cache/cache.h"
+
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define BATCH_OBJECTS 2000	/* per transaction: a killed build loses at most this many */
+#define STREAM_MIN ((size_t)32 << 20)	/* hash blobs this big piecewise */
+#define XMAP_VISITING 0x80	/* state flag: on the walk's stack */
+
+struct pack_mark {
+	char checksum[OID_HEXSZ_MAX + 1];
+	uint32_t objects;
+};
+
+struct build {
+	struct repo *repo;
+	struct odb *odb;
+	struct cache *cache;
+	const struct xlate_build_opts *opts;
+	struct xlate_build_stats *stats;
+	struct xmap map;		/* every name this build knows */
+	struct xmap by_sha1;		/* new SHA-1 names -> SHA-256 (collisions) */
+	struct oid *todo;		/* new objects, in name order */
+	size_t nr, alloc;
+	struct pack_mark *packs;	/* packs to mark finished at the end */
+	size_t nr_packs, alloc_packs;
+	int cache_empty;		/* no lookups needed when nothing is stored */
+	int collided;			/* a named object was refused afterwards */
+	size_t in_batch;
+	atomic_uint_fast64_t done;
+	uint64_t total;
+};
+
+/* ---- progress and storing ------------------------------------------- */
+
+static void progress(struct build *b)
+{
+	if (b->opts->progress)
+		b->opts->progress(b->opts->progress_data,
+				  atomic_load(&b->done), b->total);
+}
+
+static int store(struct build *b, const struct oid *oid)
+{
+	struct xmap_entry *e = xmap_get(&b->map, oid);
+	struct cache_object co = { 0 };
+	int ret;
+
+	co.sha256 = *oid;
+	co.type = (enum obj_type)e->type;
+	co.size256 = e->size256;
+	if (e->state == XMAP_DONE) {
+		oid_from_raw(&co.sha1, &hash_sha1, e->sha1);
+		co.size1 = e->size1;
+	} else {
+		co.reason = e->reason;
+		b->stats->untranslatable++;
+	}
+	b->stats->new_objects++;
+	if ((ret = cache_put(b->cache, &co)))
+		return ret;
+	if (++b->in_batch >= BATCH_OBJECTS) {
+		if ((ret = cache_commit(b->cache)) || (ret = cache_begin(b->cache)))
+			return ret;
+		b->in_batch = 0;
+		progress(b);
+	}
+	return 0;
+}
+
+/* ---- names already known -------------------------------------------- */
+
+/* Copy what the cache says of an object into the table. */
+static struct xmap_entry *remember(struct build *b,
+				   const struct cache_object *co)
+{
+	struct xmap_entry *e = xmap_add(&b->map, &co->sha256);
+
+	if (!e)
+		return NULL;
+	e->type = (uint8_t)co->type;
+	e->size256 = co->size256;
+	e->size1 = co->size1;
+	e->is_new = 0;
+	if (co->sha1.algo) {
+		memcpy(e->sha1, co->sha1.hash, 20);
+		e->state = XMAP_DONE;
+	} else {
+		xmap_set_bad(e, co->reason);
+	}
+	return e;
+}
+
+/* The table's entry for oid, asking the cache on a miss; NULL if unknown. */
+static struct xmap_entry *lookup(struct build *b, const struct oid *oid)
+{
+	struct xmap_entry *e = xmap_get(&b->map, oid);
+	struct cache_object co;
+
+	if (e || b->cache_empty)
+		return e;
+	if (cache_get(b->cache, oid, &co))
+		return NULL;
+	return remember(b, &co);
+}
+
+/* The mapping the converter uses: names of what an object refers to. */
+static int build_map(void *data, const struct oid *in, struct oid *out)
+{
+	struct build *b = data;
+	struct xmap_entry *e = lookup(b, in);
+
+	if (!e)
+		return XL_ENOTFOUND;
+	if (e->state == XMAP_DONE) {
+		oid_from_raw(out, &hash_sha1, e->sha1);
+		return 0;
+	}
+	return XL_EUNSUPPORTED;
+}
+
+static int add_submodule_pair(void *data, const struct oid *o256,
+			      const struct oid *o1)
+{
+	struct build *b = data;
+	struct xmap_entry *e = xmap_add(&b->map, o256);
+
+	if (!e)
+		return XL_ENOMEM;
+	/* a commit of another repository: known, never stored here */
+	if (e->state == XMAP_PENDING) {
+		e->type = OBJ_COMMIT;
+		memcpy(e->sha1, o1->hash, 20);
+		e->state = XMAP_DONE;
+	}
+	return 0;
+}
+
+/* ---- gather and classify -------------------------------------------- */
+
+static int note_object(const struct oid *oid, void *data)
+{
+	struct build *b = data;
+	struct xmap_entry *e;
+
+	b->stats->objects++;
+	if (lookup(b, oid))
+		return 0;	/* stored already, or seen in another pack */
+	if (!(e = xmap_add(&b->map, oid)))
+		return XL_ENOMEM;
+	e->is_new = 1;
+	if (b->nr == b->alloc) {
+		size_t alloc = b->alloc ? 2 * b->alloc : 1024;
+		struct oid *p = realloc(b->todo, alloc * sizeof(*p));
+
+		if (!p)
+			return err_set(XL_ENOMEM, "out of memory");
+		b->todo = p;
+		b->alloc = alloc;
+	}
+	b->todo[b->nr++] = *oid;
+	return 0;
+}
+
+static int note_pack(const struct odb_pack_info *info, void *data)
+{
+	struct build *b = data;
+	int ret;
+
+	if (cache_pack_known(b->cache, info->checksum) == 1) {
+		b->stats->objects += info->objects;
+		return 0;
+	}
+	for (uint32_t i = 0; i < info->objects; i++) {
+		struct oid oid;
+
+		odb_pack_object(info, i, &oid);
+		if ((ret = note_object(&oid, b)))
+			return ret;
+	}
+	if (b->nr_packs == b->alloc_packs) {
+		size_t alloc = b->alloc_packs ? 2 * b->alloc_packs : 8;
+		struct pack_mark *p = realloc(b->packs, alloc * sizeof(*p));
+
+		if (!p)
+			return err_set(XL_ENOMEM, "out of memory");
+		b->packs = p;
+		b->alloc_packs = alloc;
+	}
+	memcpy(b->packs[b->nr_packs].checksum, info->checksum,
+	       sizeof(info->checksum));
+	b->packs[b->nr_packs++].objects = info->objects;
+	return 0;
+}
+
+static int cmp_oid(const void *a, const void *b)
+{
+	return oid_cmp(a, b);
+}
+
+/* Type and size of every new object; an unreadable one is refused. */
+static void classify(struct build *b)
+{
+	for (size_t i = 0; i < b->nr; i++) {
+		struct xmap_entry *e = xmap_get(&b->map, &b->todo[i]);
+		enum obj_type type;
+		size_t size;
+
+		if (odb_read_header(b->odb, &b->todo[i], &type, &size)) {
+			char reason[1100];
+
+			snprintf(reason, sizeof(reason), "cannot read: %s", err_msg());
+			xmap_set_bad(e, reason);
+			continue;
+		}
+		e->type = (uint8_t)type;
+		e->size256 = size;
+	}
+}
+
+/* ---- blobs, in parallel --------------------------------------------- */
+
+struct blob_job {
+	struct build *b;
+	size_t *idx;			/* positions in b->todo of the blobs */
+	size_t nr;
+	atomic_size_t next;		/* the next blob to take */
+};
+
+/* SHA-1 of "blob <size>\0" + content, streamed: no whole copy in memory. */
+static int hash_blob(struct odb *odb, const struct oid *oid,
+		     unsigned char *sha1, struct buf *scratch)
+{
+	struct odb_stream *st;
+	enum obj_type type;
+	size_t size, got;
+	EVP_MD_CTX *ctx;
+	char hdr[32];
+	int ret, n;
+
+	if ((ret = odb_read_small(odb, oid, &type, &size, scratch, STREAM_MIN)) < 0)
+		return ret;
+	if (ret == 0) {
+		struct oid out;
+
+		if ((ret = hash_object(&hash_sha1, "blob", scratch->buf,
+				       scratch->len, &out)))
+			return ret;
+		memcpy(sha1, out.hash, 20);
+		return 0;
+	}
+	if ((ret = odb_stream_open(odb, oid, &st, &type, &size)))
+		return ret;
+	if (!(ctx = EVP_MD_CTX_new())) {
+		odb_stream_close(st);
+		return err_set(XL_ENOMEM, "out of memory");
+	}
+	n = snprintf(hdr, sizeof(hdr), "blob %zu", size);
+	EVP_DigestInit_ex(ctx, EVP_sha1(), NULL);
+	EVP_DigestUpdate(ctx, hdr, (size_t)n + 1);
+	buf_reset(scratch);
+	if (!(ret = buf_grow(scratch, 1 << 16))) {
+		while (!(ret = odb_stream_read(st, scratch->buf, 1 << 16, &got)) && got)
+			EVP_DigestUpdate(ctx, scratch->buf, got);
+	}
+	if (!ret)
+		EVP_DigestFinal_ex(ctx, sha1, NULL);
+	EVP_MD_CTX_free(ctx);
+	odb_stream_close(st);
+	return ret;
+}
+
+static void *blob_worker(void *arg)
+{
+	struct blob_job *job = arg;
+	struct build *b = job->b;
+	struct buf scratch = BUF_INIT;
+	size_t i;
+
+	while ((i = atomic_fetch_add(&job->next, 1)) < job->nr) {
+		/* entries do not move: nothing is added to the table meanwhile */
+		struct xmap_entry *e = xmap_get(&b->map, &b->todo[job->idx[i]]);
+
+		if (hash_blob(b->odb, &b->todo[job->idx[i]], e->sha1, &scratch)) {
+			char reason[1100];
+
+			snprintf(reason, sizeof(reason), "cannot read: %s", err_msg());
+			e->reason = strdup(reason);
+			e->state = XMAP_BAD;
+		} else {
+			e->size1 = e->size256;
+			e->state = XMAP_DONE;
+		}
+		atomic_fetch_add(&b->done, 1);
+	}
+	buf_release(&scratch);
+	return NULL;
+}
+
+static int name_blobs(struct build *b)
+{
+	struct blob_job job = { .b = b };
+	int threads = b->opts->threads > 0 ? b->opts->threads :
+		(int)sysconf(_SC_NPROCESSORS_ONLN);
+	pthread_t tid[64];
+	int started = 0, ret = 0;
+
+	job.idx = malloc((b->nr ? b->nr : 1) * sizeof(*job.idx));
+	if (!job.idx)
+		return err_set(XL_ENOMEM, "out of memory");
+	for (size_t i = 0; i < b->nr; i++) {
+		struct xmap_entry *e = xmap_get(&b->map, &b->todo[i]);
+
+		if (e->state == XMAP_PENDING && e->type == OBJ_BLOB)
+			job.idx[job.nr++] = i;
+	}
+	atomic_init(&job.next, 0);
+	if (threads < 1)
+		threads = 1;
+	if (threads > 64)
+		threads = 64;
+	for (int t = 1; t < threads && (size_t)t < job.nr; t++)
+		if (!pthread_create(&tid[started], NULL, blob_worker, &job))
+			started++;
+	blob_worker(&job);	/* this thread works too */
+	for (int t = 0; t < started; t++)
+		pthread_join(tid[t], NULL);
+
+	for (size_t i = 0; i < job.nr && !ret; i++)
+		ret = store(b, &b->todo[job.idx[i]]);
+	free(job.idx);
+	return ret;
+}
+
+/* ---- the rest, depth first ------------------------------------------ */
+
+struct frame {
+	struct oid oid;
+	enum obj_type type;
+	struct buf content;		/* trees and tags; commits are re-read */
+	struct oid *deps;		/* new objects it needs named first */
+	size_t ndeps, next;
+};
+
+struct deps_ctx {
+	struct build *b;
+	struct frame *f;
+	size_t alloc;
+	int ret;
+};
+
+static int collect_dep(void *data, enum xlate_ref_kind kind,
+		       const struct oid *oid, const char *name,
+		       size_t name_len)
+{
+	struct deps_ctx *d = data;
+	struct xmap_entry *e = xmap_get(&d->b->map, oid);
+
+	/* only objects of this build still to be named hold the walk up */
+	if (!e || !e->is_new || (e->state != XMAP_PENDING &&
+				 e->state != (XMAP_PENDING | XMAP_VISITING)))
+		return 0;
+	if (d->f->ndeps == d->alloc) {
+		size_t alloc = d->alloc ? 2 * d->alloc : 8;
+		struct oid *p = realloc(d->f->deps, alloc * sizeof(*p));
+
+		if (!p)
+			return err_set(XL_ENOMEM, "out of memory");
+		d->f->deps = p;
+		d->alloc = alloc;
+	}
+	d->f->deps[d->f->ndeps++] = *oid;
+	return 0;
+}
+
+static void frame_release(struct frame *f)
+{
+	buf_release(&f->content);
+	free(f->deps);
+	memset(f, 0, sizeof(*f));
+}
+
+static int refuse(struct build *b, const struct oid *oid, const char *why)
+{
+	xmap_set_bad(xmap_get(&b->map, oid), why);
+	atomic_fetch_add(&b->done, 1);
+	return store(b, oid);
+}
+
+/*
+ * Start on oid: read it, list the new objects it refers to.  Returns 1
+ * if a frame was made, 0 if the object was settled at once (refused),
+ * or an error.
+ */
+static int frame_open(struct build *b, const struct oid *oid, struct frame *f)
+{
+	struct xmap_entry *e = xmap_get(&b->map, oid);
+	struct deps_ctx d = { b, f, 0, 0 };
+	enum obj_type type;
+	int ret;
+
+	memset(f, 0, sizeof(*f));
+	f->oid = *oid;
+	f->type = (enum obj_type)e->type;
+	buf_init(&f->content);
+	if (odb_read(b->odb, oid, &type, &f->content)) {
+		char reason[1100];
+
+		snprintf(reason, sizeof(reason), "cannot read: %s", err_msg());
+		frame_release(f);
+		return refuse(b, oid, reason);
+	}
+	ret = xlate_refs(repo_algo(b->repo), type, f->content.buf,
+			 f->content.len, collect_dep, &d);
+	if (ret) {
+		char reason[1100];
+
+		if (ret != XL_ECORRUPT) {
+			frame_release(f);
+			return ret;
+		}
+		snprintf(reason, sizeof(reason), "%s", err_msg());
+		frame_release(f);
+		return refuse(b, oid, reason);
+	}
+	if (type == OBJ_COMMIT)
+		buf_release(&f->content);	/* history is deep: read it again later */
+	xmap_get(&b->map, oid)->state |= XMAP_VISITING;
+	return 1;
+}
+
+/*
+ * Two objects must never share a SHA-1 name.  If `sha1` already belongs
+ * to another object (of this build, or named earlier and in the cache),
+ * refuse this one and the other, and return 1; else claim the name and
+ * return 0.  Objects that already used the other one's name are
+ * refused afterwards by refuse_dependents().
+ */
+static int check_collision(struct build *b, const struct oid *oid,
+			   const struct oid *sha1)
+{
+	struct oid key = { .algo = &hash_sha256 }, owner;
+	struct xmap_entry *k, *o;
+	char why[300], hex[OID_HEXSZ_MAX + 1], hex1[OID_HEXSZ_MAX + 1];
+	struct cache_object co;
+	int ret;
+
+	memcpy(key.hash, sha1->hash, 20);
+	k = xmap_get(&b->by_sha1, &key);
+	if (k) {
+		/* by_sha1 keeps the owner's SHA-256 name in the reason field */
+		oid_from_raw(&owner, repo_algo(b->repo),
+			     (const unsigned char *)k->reason);
+	} else if (b->cache_empty || cache_get_by_sha1(b->cache, sha1, &co) ||
+		   !oid_cmp(&co.sha256, oid)) {
+		if (!(k = xmap_add(&b->by_sha1, &key)) ||
+		    !(k->reason = malloc(32)))
+			return err_set(XL_ENOMEM, "out of memory");
+		memcpy(k->reason, oid->hash, 32);
+		k->state = XMAP_DONE;
+		return 0;
+	} else {
+		owner = co.sha256;
+		if (!lookup(b, &owner))
+			return err_set(XL_EIO, "cache lost an object");
+	}
+	oid_to_hex_r(hex1, sha1);
+	snprintf(why, sizeof(why), "SHA-1 collision: %s is also the name of %s",
+		 hex1, oid_to_hex_r(hex, &owner));
+	b->stats->collisions++;
+	if ((ret = refuse(b, oid, why)))
+		return ret;
+	o = xmap_get(&b->map, &owner);
+	if (o->state == XMAP_DONE) {
+		snprintf(why, sizeof(why), "SHA-1 collision: %s is also the name of %s",
+			 hex1, oid_to_hex_r(hex, oid));
+		xmap_set_bad(o, why);
+		b->stats->collisions++;
+		b->collided = 1;
+		/* stored again, now refused (it may be an older object) */
+		o->is_new = 1;
+		if ((ret = store(b, &owner)))
+			return ret;
+	}
+	return 1;
+}
+
+/* Record the gitlinks of a tree that converted (for report and reading). */
+struct gitlink_ctx {
+	struct build *b;
+	const struct oid *tree;
+};
+
+static int record_gitlink(void *data, enum xlate_ref_kind kind,
+			  const struct oid *oid, const char *name,
+			  size_t name_len)
+{
+	struct gitlink_ctx *g = data;
+	struct oid sha1;
+
+	if (kind != XLATE_REF_GITLINK || build_map(g->b, oid, &sha1))
+		return 0;
+	return cache_put_gitlink(g->b->cache, g->tree, name, name_len, oid,
+				 &sha1);
+}
+
+/* Everything f refers to is named: convert, hash, record. */
+static int frame_close(struct build *b, struct frame *f, struct buf *conv)
+{
+	struct xlate_opts o = {
+		repo_algo(b->repo), &hash_sha1, build_map, b,
+		b->opts->unknown_headers,
+	};
+	struct xmap_entry *e;
+	enum obj_type type;
+	struct oid sha1;
+	int ret;
+
+	if (!f->content.len && f->type == OBJ_COMMIT &&
+	    odb_read(b->odb, &f->oid, &type, &f->content)) {
+		char reason[1100];
+
+		snprintf(reason, sizeof(reason), "cannot read: %s", err_msg());
+		xmap_get(&b->map, &f->oid)->state &= ~XMAP_VISITING;
+		return refuse(b, &f->oid, reason);
+	}
+	ret = xlate_object(&o, f->type, f->content.buf, f->content.len, conv);
+	e = xmap_get(&b->map, &f->oid);
+	e->state &= ~XMAP_VISITING;
+	if (ret == XL_ENOMEM || ret == XL_EIO)
+		return ret;
+	if (ret)
+		return refuse(b, &f->oid, err_msg());
+	hash_object(&hash_sha1, type_name(f->type), conv->buf, conv->len, &sha1);
+
+	if ((ret = check_collision(b, &f->oid, &sha1)))
+		return ret < 0 ? ret : 0;
+	if (f->type == OBJ_TREE) {
+		struct gitlink_ctx g = { b, &f->oid };
+
+		if ((ret = xlate_refs(repo_algo(b->repo), OBJ_TREE, f->content.buf,
+				      f->content.len, record_gitlink, &g)))
+			return ret;
+	}
+	e = xmap_get(&b->map, &f->oid);
+	memcpy(e->sha1, sha1.hash, 20);
+	e->size1 = conv->len;
+	e->state = XMAP_DONE;
+	atomic_fetch_add(&b->done, 1);
+	return store(b, &f->oid);
+}
+
+static int name_the_rest(struct build *b)
+{
+	struct frame *stack = NULL;
+	size_t depth = 0, alloc = 0;
+	struct buf conv = BUF_INIT;
+	int ret = 0;
+
+	for (size_t i = 0; i < b->nr && !ret; i++) {
+		struct xmap_entry *e = xmap_get(&b->map, &b->todo[i]);
+
+		if (e->state != XMAP_PENDING)
+			continue;
+		if (depth == alloc) {
+			alloc = alloc ? 2 * alloc : 64;
+			stack = realloc(stack, alloc * sizeof(*stack));
+			if (!stack) {
+				ret = err_set(XL_ENOMEM, "out of memory");
+				break;
+			}
+		}
+		ret = frame_open(b, &b->todo[i], &stack[depth]);
+		if (ret != 1)
+			continue;
+		ret = 0;
+		depth++;
+		while (depth && !ret) {
+			struct frame *f = &stack[depth - 1];
+
+			if (f->next < f->ndeps) {
+				struct oid dep = f->deps[f->next++];
+				struct xmap_entry *d = xmap_get(&b->map, &dep);
+
+				if (d->state & XMAP_VISITING) {
+					/* only a corrupt repository can loop */
+					char why[200], hex[OID_HEXSZ_MAX + 1];
+
+					snprintf(why, sizeof(why),
+						 "reference cycle through %s (corrupt repository)",
+						 oid_to_hex_r(hex, &dep));
+					d->state &= ~XMAP_VISITING;
+					xmap_set_bad(d, why);
+					d->state |= XMAP_VISITING;
+					continue;
+				}
+				if (d->state != XMAP_PENDING)
+					continue;
+				if (depth == alloc) {
+					struct frame *p;
+
+					alloc *= 2;
+					p = realloc(stack, alloc * sizeof(*stack));
+					if (!p) {
+						ret = err_set(XL_ENOMEM, "out of memory");
+						break;
+					}
+					stack = p;
+					f = &stack[depth - 1];
+				}
+				ret = frame_open(b, &dep, &stack[depth]);
+				if (ret == 1) {
+					depth++;
+					ret = 0;
+				}
+				continue;
+			}
+			if (xmap_get(&b->map, &f->oid)->state ==
+			    (XMAP_BAD | XMAP_VISITING)) {
+				/* marked by a cycle while on the stack */
+				xmap_get(&b->map, &f->oid)->state = XMAP_BAD;
+				atomic_fetch_add(&b->done, 1);
+				ret = store(b, &f->oid);
+			} else {
+				ret = frame_close(b, f, &conv);
+			}
+			frame_release(f);
+			depth--;
+		}
+	}
+	while (depth)
+		frame_release(&stack[--depth]);
+	free(stack);
+	buf_release(&conv);
+	return ret;
+}
+
+/*
+ * After a collision refused an object that others had already been
+ * named against, refuse those too, and their dependents, until nothing
+ * changes.  Collisions are near impossible; this is simple, not fast.
+ */
+struct bad_ref_ctx {
+	struct build *b;
+	struct oid bad;
+	int found;
+};
+
+static int find_bad_ref(void *data, enum xlate_ref_kind kind,
+			const struct oid *oid, const char *name, size_t len)
+{
+	struct bad_ref_ctx *c = data;
+	struct xmap_entry *e = xmap_get(&c->b->map, oid);
+
+	if (e && e->state == XMAP_BAD) {
+		c->bad = *oid;
+		c->found = 1;
+		return 1;
+	}
+	return 0;
+}
+
+static int refuse_dependents(struct build *b)
+{
+	struct buf content = BUF_INIT;
+	int changed = 1, ret = 0;
+
+	while (changed && !ret) {
+		changed = 0;
+		for (size_t i = 0; i < b->nr && !ret; i++) {
+			struct xmap_entry *e = xmap_get(&b->map, &b->todo[i]);
+			struct bad_ref_ctx c = { b, { { 0 }, NULL }, 0 };
+			enum obj_type type;
+
+			if (e->state != XMAP_DONE || e->type == OBJ_BLOB)
+				continue;
+			if (odb_read(b->odb, &b->todo[i], &type, &content))
+				continue;
+			xlate_refs(repo_algo(b->repo), type, content.buf,
+				   content.len, find_bad_ref, &c);
+			if (c.found) {
+				char why[200], hex[OID_HEXSZ_MAX + 1];
+
+				snprintf(why, sizeof(why), "refers to untranslatable %s",
+					 oid_to_hex_r(hex, &c.bad));
+				xmap_set_bad(xmap_get(&b->map, &b->todo[i]), why);
+				ret = store(b, &b->todo[i]);
+				changed = 1;
+			}
+		}
+	}
+	buf_release(&content);
+	return ret;
+}
+
+/* ---- settings and the submodule map --------------------------------- */
+
+int xlate_read_submodule_map(const char *path, xlate_pair_fn fn, void *data)
+{
+	FILE *f = fopen(path, "r");
+	char *line = NULL;
+	size_t cap = 0;
+	int lineno = 0, ret = 0;
+
+	if (!f)
+		return err_errno("cannot open submodule map %s", path);
+	while (!ret && getline(&line, &cap, f) >= 0) {
+		char *p = line, *q;
+		struct oid o256, o1;
+
+		lineno++;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (*p == '#' || *p == '\n' || *p == '\r' || !*p)
+			continue;
+		q = p + 64;
+		if (strlen(p) < 64 + 1 + 40 || oid_from_hex(&o256, &hash_sha256, p) ||
+		    (*q != ' ' && *q != '\t')) {
+			ret = ERR_CORRUPT("%s: line %d: expected \"<sha256-hex> <sha1-hex>\"",
+					  path, lineno);
+			break;
+		}
+		while (*q == ' ' || *q == '\t')
+			q++;
+		if (oid_from_hex(&o1, &hash_sha1, q) ||
+		    (q[40] && !strchr(" \t\r\n", q[40]))) {
+			ret = ERR_CORRUPT("%s: line %d: expected \"<sha256-hex> <sha1-hex>\"",
+					  path, lineno);
+			break;
+		}
+		ret = fn(data, &o256, &o1);
+	}
+	free(line);
+	fclose(f);
+	return ret;
+}
+
+static int digest_pair(void *data, const struct oid *o256, const struct oid *o1)
+{
+	EVP_MD_CTX *ctx = data;
+
+	EVP_DigestUpdate(ctx, o256->hash, 32);
+	EVP_DigestUpdate(ctx, o1->hash, 20);
+	return 0;
+}
+
+int xlate_build_settings(const struct xlate_build_opts *opts, struct buf *out)
+{
+	buf_reset(out);
+	buf_addf(out, "unknown-headers=%s",
+		 opts->unknown_headers == XLATE_UNKNOWN_COPY ? "copy" : "fail");
+	if (opts->submodule_map) {
+		EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+		unsigned char md[32];
+		struct oid d;
+		char hex[OID_HEXSZ_MAX + 1];
+		int ret;
+
+		if (!ctx)
+			return err_set(XL_ENOMEM, "out of memory");
+		EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
+		ret = xlate_read_submodule_map(opts->submodule_map, digest_pair, ctx);
+		EVP_DigestFinal_ex(ctx, md, NULL);
+		EVP_MD_CTX_free(ctx);
+		if (ret)
+			return ret;
+		oid_from_raw(&d, &hash_sha256, md);
+		buf_addf(out, ";submodules=%s", oid_to_hex_r(hex, &d));
+	}
+	return 0;
+}
+
+/* ---- the whole ------------------------------------------------------ */
+
+int xlate_build(struct repo *repo, struct cache *cache,
+		const struct xlate_build_opts *opts,
+		struct xlate_build_stats *stats)
+{
+	struct build b = { 0 };
+	struct buf settings = BUF_INIT;
+	uint64_t count, bad;
+	int ret;
+
+	memset(stats, 0, sizeof(*stats));
+	b.repo = repo;
+	b.odb = repo_odb(repo);
+	b.cache = cache;
+	b.opts = opts;
+	b.stats = stats;
+	atomic_init(&b.done, 0);
+	if (repo_algo(repo) != &hash_sha256)
+		return err_set(XL_EUNSUPPORTED,
+			       "%s: a %s repository has no SHA-1 form to translate to",
+			       repo_gitdir(repo), repo_algo(repo)->name);
+	if ((ret = xlate_build_settings(opts, &settings)) ||
+	    (ret = cache_check_settings(cache, settings.buf)) ||
+	    (ret = cache_count(cache, &count, &bad)))
+		goto out;
+	b.cache_empty = count == 0;
+	if ((ret = xmap_init(&b.map, 1024)) || (ret = xmap_init(&b.by_sha1, 1024)))
+		goto out;
+	if (opts->submodule_map &&
+	    (ret = xlate_read_submodule_map(opts->submodule_map,
+					    add_submodule_pair, &b)))
+		goto out;
+
+	if ((ret = odb_for_each_pack(b.odb, note_pack, &b)) ||
+	    (ret = odb_for_each_loose(b.odb, note_object, &b)))
+		goto out;
+	qsort(b.todo, b.nr, sizeof(*b.todo), cmp_oid);
+	b.total = b.nr;
+	classify(&b);
+	progress(&b);
+
+	if ((ret = cache_begin(cache)))
+		goto out;
+	/* the unreadable ones first: they are settled */
+	for (size_t i = 0; i < b.nr && !ret; i++) {
+		struct xmap_entry *e = xmap_get(&b.map, &b.todo[i]);
+
+		if (e->state == XMAP_BAD) {
+			atomic_fetch_add(&b.done, 1);
+			ret = store(&b, &b.todo[i]);
+		}
+	}
+	if (!ret)
+		ret = name_blobs(&b);
+	if (!ret)
+		ret = name_the_rest(&b);
+	if (!ret && b.collided)
+		ret = refuse_dependents(&b);
+	for (size_t i = 0; i < b.nr_packs && !ret; i++)
+		ret = cache_pack_done(cache, b.packs[i].checksum, b.packs[i].objects);
+	if (!ret)
+		ret = cache_commit(cache);
+	else
+		cache_rollback(cache);
+	progress(&b);
+out:
+	buf_release(&settings);
+	xmap_release(&b.map);
+	xmap_release(&b.by_sha1);
+	free(b.todo);
+	free(b.packs);
+	return ret;
+}

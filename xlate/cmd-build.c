@@ -1,0 +1,240 @@
+/*
+ * cmd-build.c: `git xlate build`, and the commands that list what the
+ * cache knows: `map`, `export`, `report`.
+ */
+#include "cli.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+/* ---- build ---------------------------------------------------------- */
+
+int cmd_build(struct cli *cli, int argc, char **argv)
+{
+	struct xlate_build_stats st;
+
+	if (argc != 1)
+		return cli_error(EXIT_USAGE, "usage: git xlate build");
+	if (cli_build(cli, &st))
+		return cli_fail(NULL);
+	if (isatty(2))
+		fprintf(stderr, "%llu objects; %llu newly named, %llu untranslatable%s\n",
+			(unsigned long long)st.objects,
+			(unsigned long long)st.new_objects,
+			(unsigned long long)st.untranslatable,
+			st.untranslatable ? " (see git xlate report)" : "");
+	return EXIT_OK;
+}
+
+/* ---- map ------------------------------------------------------------ */
+
+int cmd_map(struct cli *cli, int argc, char **argv)
+{
+	struct cache *cache;
+	int status = EXIT_OK;
+
+	if (argc < 2)
+		return cli_error(EXIT_USAGE, "usage: git xlate map NAME...");
+	if (!(cache = cli_cache(cli)))
+		return EXIT_NOTFOUND;
+	for (int i = 1; i < argc; i++) {
+		const struct hash_algo *given;
+		struct cache_object co;
+		struct oid oid;
+		char hex[OID_HEXSZ_MAX + 1];
+		int ret;
+
+		ret = xlate_resolve(cli->repo, cache, argv[i], &oid, &given);
+		if (!ret)
+			ret = cache_get(cache, &oid, &co);
+		if (ret) {
+			cli_error(0, "%s: %s", argv[i], err_msg());
+			status = ret == XL_EINVALID ? EXIT_USAGE : EXIT_NOTFOUND;
+			continue;
+		}
+		if (given == &hash_sha1) {
+			puts(oid_to_hex_r(hex, &co.sha256));
+		} else if (co.sha1.algo) {
+			puts(oid_to_hex_r(hex, &co.sha1));
+		} else {
+			cli_error(0, "%s: %s has no SHA-1 name: %s", argv[i],
+				  oid_to_hex_r(hex, &oid), co.reason);
+			status = EXIT_NOTFOUND;
+		}
+	}
+	return status;
+}
+
+/* ---- export --------------------------------------------------------- */
+
+static int export_tsv(const struct cache_object *co, void *data)
+{
+	struct out *o = data;
+	char hex[OID_HEXSZ_MAX + 1];
+
+	out_str(o, oid_to_hex_r(hex, &co->sha256));
+	out_write(o, "\t", 1);
+	out_str(o, co->sha1.algo ? oid_to_hex_r(hex, &co->sha1) : "-");
+	out_write(o, "\t", 1);
+	out_str(o, type_name(co->type) ? type_name(co->type) : "unknown");
+	return out_write(o, "\n", 1);
+}
+
+static int export_idx(const struct cache_object *co, void *data)
+{
+	struct out *o = data;
+	char hex[OID_HEXSZ_MAX + 1];
+	struct oid twin;
+
+	/* upstream never writes its built-in pairs into the table */
+	if (!co->sha1.algo || xlate_builtin(&co->sha256, &hash_sha1, &twin))
+		return 0;
+	out_str(o, oid_to_hex_r(hex, &co->sha256));
+	out_write(o, " ", 1);
+	out_str(o, oid_to_hex_r(hex, &co->sha1));
+	return out_write(o, "\n", 1);
+}
+
+int cmd_export(struct cli *cli, int argc, char **argv)
+{
+	int idx = 0, ret;
+	struct cache *cache;
+	struct out o;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--format=tsv"))
+			idx = 0;
+		else if (!strcmp(argv[i], "--format=loose-object-idx"))
+			idx = 1;
+		else
+			return cli_error(EXIT_USAGE,
+					 "usage: git xlate export [--format=tsv|loose-object-idx]");
+	}
+	if (!(cache = cli_cache(cli)))
+		return EXIT_NOTFOUND;
+	if (out_init(&o, 1, 1 << 20))
+		return cli_fail(NULL);
+	if (idx)
+		out_str(&o, "# loose-object-idx\n");
+	ret = cache_for_each(cache, 0, idx ? export_idx : export_tsv, &o);
+	if (!ret)
+		ret = out_flush(&o);
+	out_release(&o);
+	return ret ? cli_fail(NULL) : EXIT_OK;
+}
+
+/* ---- report --------------------------------------------------------- */
+
+static int report_object(const struct cache_object *co, void *data)
+{
+	struct out *o = data;
+	char hex[OID_HEXSZ_MAX + 1];
+
+	out_str(o, "  ");
+	out_str(o, oid_to_hex_r(hex, &co->sha256));
+	out_write(o, " ", 1);
+	out_str(o, type_name(co->type) ? type_name(co->type) : "unknown");
+	out_str(o, ": ");
+	out_str(o, co->reason ? co->reason : "untranslatable");
+	return out_write(o, "\n", 1);
+}
+
+struct hidden {
+	struct cache *cache;
+	struct out *o;
+	unsigned long n;
+};
+
+static int report_ref(const struct ref *ref, void *data)
+{
+	struct hidden *h = data;
+	struct cache_object co;
+	char hex[OID_HEXSZ_MAX + 1];
+
+	if (oid_is_null(&ref->oid) || cache_get(h->cache, &ref->oid, &co) ||
+	    co.sha1.algo)
+		return 0;
+	h->n++;
+	out_str(h->o, "  ");
+	out_str(h->o, ref->name);
+	out_str(h->o, " -> ");
+	out_str(h->o, oid_to_hex_r(hex, &ref->oid));
+	out_str(h->o, ref->target ? " (symbolic, via " : "");
+	if (ref->target) {
+		out_str(h->o, ref->target);
+		out_str(h->o, ")");
+	}
+	return out_write(h->o, "\n", 1);
+}
+
+static int report_gitlink(const struct oid *tree, const char *path,
+			  const struct oid *c256, const struct oid *c1, void *data)
+{
+	struct hidden *h = data;	/* n counts gitlinks here */
+	struct out *o = h->o;
+	char hex[OID_HEXSZ_MAX + 1];
+
+	h->n++;
+	out_str(o, "  ");
+	out_str(o, path);
+	out_str(o, " in tree ");
+	out_str(o, oid_to_hex_r(hex, tree));
+	out_str(o, ": ");
+	out_str(o, oid_to_hex_r(hex, c256));
+	out_str(o, " -> ");
+	out_str(o, oid_to_hex_r(hex, c1));
+	return out_write(o, "\n", 1);
+}
+
+int cmd_report(struct cli *cli, int argc, char **argv)
+{
+	struct cache *cache;
+	uint64_t objects, bad;
+	struct hidden h = { 0 }, g = { 0 };
+	struct ref head;
+	struct out o;
+	char line[160];
+	int ret;
+
+	if (argc != 1)
+		return cli_error(EXIT_USAGE, "usage: git xlate report");
+	if (!(cache = cli_cache(cli)))
+		return EXIT_NOTFOUND;
+	if (out_init(&o, 1, 1 << 20))
+		return cli_fail(NULL);
+	h.cache = cache;
+	h.o = &o;
+	if ((ret = cache_count(cache, &objects, &bad)))
+		goto out;
+	snprintf(line, sizeof(line), "objects: %llu, translated: %llu, untranslatable: %llu\n",
+		 (unsigned long long)objects, (unsigned long long)(objects - bad),
+		 (unsigned long long)bad);
+	out_str(&o, line);
+
+	out_str(&o, "\nuntranslatable objects:\n");
+	if ((ret = cache_for_each(cache, 1, report_object, &o)))
+		goto out;
+
+	out_str(&o, "\nrefs left out of the SHA-1 view:\n");
+	if (!refs_read(cli->repo, "HEAD", &head)) {
+		ret = report_ref(&head, &h);
+		ref_release(&head);
+	}
+	if (!ret)
+		ret = refs_for_each(cli->repo, report_ref, &h);
+	if (ret)
+		goto out;
+
+	out_str(&o, "\ngitlinks (submodule commits named by the submodule map):\n");
+	g.o = &o;
+	if ((ret = cache_for_each_gitlink(cache, report_gitlink, &g)))
+		goto out;
+	snprintf(line, sizeof(line), "\n%llu untranslatable, %lu refs hidden, %lu gitlinks\n",
+		 (unsigned long long)bad, h.n, g.n);
+	out_str(&o, line);
+	ret = out_flush(&o);
+out:
+	out_release(&o);
+	return ret ? cli_fail(NULL) : EXIT_OK;
+}

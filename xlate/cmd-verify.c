@@ -1,0 +1,405 @@
+/*
+ * cmd-verify.c: `git xlate verify` and `git xlate show`, the forensic
+ * commands.
+ *
+ * verify  for every object the cache names: build its SHA-1 form again,
+ *         hash it and require the cached name and size; convert it back
+ *         to SHA-256 form and require the stored bytes exactly (which
+ *         also re-hashes to the object's own name).
+ * show    one object's two forms side by side, every rewritten name
+ *         listed, and what happened to its signatures.
+ */
+#include "cli.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The reverse mapping, SHA-1 to SHA-256, through the cache. */
+static int map_back(void *data, const struct oid *in, struct oid *out)
+{
+	struct cache *cache = data;
+	struct cache_object co;
+	int ret = cache_get_by_sha1(cache, in, &co);
+
+	if (ret == XL_ENOTFOUND)
+		return cache_get_gitlink(cache, in, out);
+	if (!ret)
+		*out = co.sha256;
+	return ret;
+}
+
+struct collect {
+	struct oid *v;
+	size_t nr, alloc;
+};
+
+static int collect_translated(const struct cache_object *co, void *data)
+{
+	struct collect *c = data;
+
+	if (!co->sha1.algo)
+		return 0;
+	if (c->nr == c->alloc) {
+		size_t alloc = c->alloc ? 2 * c->alloc : 4096;
+		struct oid *p = realloc(c->v, alloc * sizeof(*p));
+
+		if (!p)
+			return err_set(XL_ENOMEM, "out of memory");
+		c->v = p;
+		c->alloc = alloc;
+	}
+	c->v[c->nr++] = co->sha256;
+	return 0;
+}
+
+/* Check one object: 0 if good, else 1 with the reason in `why`. */
+static int verify_one(struct cli *cli, const struct oid *oid,
+		      struct buf *native, struct buf *sha1_form,
+		      struct buf *back, struct buf *why)
+{
+	struct xlate_opts o = { &hash_sha1, repo_algo(cli->repo), map_back,
+				cli->cache, XLATE_UNKNOWN_COPY };
+	struct cache_object co;
+	enum obj_type type, t2;
+	struct oid h;
+	char hex[OID_HEXSZ_MAX + 1], hex2[OID_HEXSZ_MAX + 1];
+
+	buf_reset(why);
+	if (cache_get(cli->cache, oid, &co))
+		return buf_addf(why, "vanished from the cache"), 1;
+	if (odb_read(repo_odb(cli->repo), oid, &type, native))
+		return buf_addf(why, "cannot read: %s", err_msg()), 1;
+	hash_object(repo_algo(cli->repo), type_name(type), native->buf,
+		    native->len, &h);
+	if (oid_cmp(&h, oid))
+		return buf_addf(why, "stored bytes hash to %s", oid_to_hex_r(hex, &h)), 1;
+	if (type != co.type)
+		return buf_addf(why, "is a %s, the cache says %s", type_name(type),
+				type_name(co.type)), 1;
+	if (xlate_sha1_form(cli->repo, cli->cache, cli->unknown_headers, oid,
+			    &t2, sha1_form))
+		return buf_addf(why, "cannot convert: %s", err_msg()), 1;
+	hash_object(&hash_sha1, type_name(type), sha1_form->buf, sha1_form->len,
+		    &h);
+	if (oid_cmp(&h, &co.sha1))
+		return buf_addf(why, "SHA-1 form hashes to %s, the cache says %s",
+				oid_to_hex_r(hex, &h), oid_to_hex_r(hex2, &co.sha1)), 1;
+	if (sha1_form->len != co.size1)
+		return buf_addf(why, "SHA-1 form is %zu bytes, the cache says %llu",
+				sha1_form->len, (unsigned long long)co.size1), 1;
+	if (type == OBJ_BLOB)
+		return 0;
+	if (xlate_object(&o, type, sha1_form->buf, sha1_form->len, back))
+		return buf_addf(why, "cannot convert back: %s", err_msg()), 1;
+	if (back->len != native->len || memcmp(back->buf, native->buf, native->len))
+		return buf_addf(why, "does not convert back to its stored bytes"), 1;
+	return 0;
+}
+
+int cmd_verify(struct cli *cli, int argc, char **argv)
+{
+	struct buf native = BUF_INIT, sha1_form = BUF_INIT, back = BUF_INIT,
+		   why = BUF_INIT;
+	struct collect c = { 0 };
+	unsigned long ok = 0, bad = 0;
+	int ret;
+
+	if (argc != 1)
+		return cli_error(EXIT_USAGE, "usage: git xlate verify");
+	if (!cli_cache(cli))
+		return EXIT_NOTFOUND;
+	/* the walk holds the cache; check after it */
+	if ((ret = cache_for_each(cli->cache, 0, collect_translated, &c))) {
+		free(c.v);
+		return cli_fail(NULL);
+	}
+	for (size_t i = 0; i < c.nr; i++) {
+		char hex[OID_HEXSZ_MAX + 1];
+
+		if (!verify_one(cli, &c.v[i], &native, &sha1_form, &back, &why)) {
+			ok++;
+			continue;
+		}
+		bad++;
+		printf("bad %s: %s\n", oid_to_hex_r(hex, &c.v[i]), why.buf);
+	}
+	printf("verify: %lu ok, %lu bad\n", ok, bad);
+	free(c.v);
+	buf_release(&native);
+	buf_release(&sha1_form);
+	buf_release(&back);
+	buf_release(&why);
+	return bad ? EXIT_NOTFOUND : EXIT_OK;
+}
+
+/* ---- show ----------------------------------------------------------- */
+
+/* Split into lines (each with its LF, if any). */
+struct lines {
+	const char **at;
+	size_t *len;
+	size_t nr;
+};
+
+static int split_lines(const struct buf *b, struct lines *l)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < b->len; i++)
+		n += b->buf[i] == '\n';
+	n++;
+	l->at = malloc(n * sizeof(*l->at));
+	l->len = malloc(n * sizeof(*l->len));
+	if (!l->at || !l->len)
+		return err_set(XL_ENOMEM, "out of memory");
+	l->nr = 0;
+	for (const char *p = b->buf, *end = b->buf + b->len; p < end;) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t len = nl ? (size_t)(nl - p) + 1 : (size_t)(end - p);
+
+		l->at[l->nr] = p;
+		l->len[l->nr++] = len;
+		p += len;
+	}
+	return 0;
+}
+
+static int same_line(const struct lines *a, size_t i, const struct lines *b,
+		     size_t j)
+{
+	return a->len[i] == b->len[j] && !memcmp(a->at[i], b->at[j], a->len[i]);
+}
+
+static void put_line(struct out *o, char mark, const char *p, size_t len)
+{
+	out_write(o, &mark, 1);
+	out_write(o, " ", 1);
+	/* keep binary junk and long lines readable */
+	for (size_t i = 0; i < len && i < 200; i++) {
+		unsigned char c = (unsigned char)p[i];
+
+		if (c == '\n')
+			break;
+		if (c < 0x20 && c != '\t')
+			out_write(o, "?", 1);
+		else
+			out_write(o, &p[i], 1);
+	}
+	if (len > 200)
+		out_str(o, "...");
+	out_write(o, "\n", 1);
+}
+
+/*
+ * A line diff of the two forms (longest common subsequence; objects
+ * with very many lines are listed one after the other instead).
+ */
+static void show_diff(struct out *o, const struct buf *a, const struct buf *b)
+{
+	struct lines la, lb;
+	uint32_t *t;
+	size_t n, m, i, j;
+
+	if (split_lines(a, &la) || split_lines(b, &lb))
+		goto out;
+	n = la.nr;
+	m = lb.nr;
+	if ((n + 1) * (m + 1) > (size_t)4 << 20 ||
+	    !(t = calloc((n + 1) * (m + 1), sizeof(*t)))) {
+		for (i = 0; i < n; i++)
+			put_line(o, '-', la.at[i], la.len[i]);
+		for (j = 0; j < m; j++)
+			put_line(o, '+', lb.at[j], lb.len[j]);
+		goto out;
+	}
+#define T(i, j) t[(i) * (m + 1) + (j)]
+	for (i = n; i-- > 0;)
+		for (j = m; j-- > 0;)
+			T(i, j) = same_line(&la, i, &lb, j) ? T(i + 1, j + 1) + 1 :
+				T(i + 1, j) > T(i, j + 1) ? T(i + 1, j) : T(i, j + 1);
+	for (i = 0, j = 0; i < n || j < m;) {
+		if (i < n && j < m && same_line(&la, i, &lb, j)) {
+			put_line(o, ' ', la.at[i], la.len[i]);
+			i++, j++;
+		} else if (i < n && (j == m || T(i + 1, j) >= T(i, j + 1))) {
+			put_line(o, '-', la.at[i], la.len[i]);
+			i++;
+		} else {
+			put_line(o, '+', lb.at[j], lb.len[j]);
+			j++;
+		}
+	}
+#undef T
+	free(t);
+out:
+	free(la.at);
+	free(la.len);
+	free(lb.at);
+	free(lb.len);
+}
+
+struct show_refs {
+	struct cli *cli;
+	struct out *o;
+};
+
+static const char *const ref_kind[] = {
+	[XLATE_REF_TREE_ENTRY] = "entry",
+	[XLATE_REF_GITLINK] = "gitlink",
+	[XLATE_REF_TREE] = "tree",
+	[XLATE_REF_PARENT] = "parent",
+	[XLATE_REF_MERGETAG] = "mergetag",
+	[XLATE_REF_TAG_OBJECT] = "object",
+};
+
+static int show_ref(void *data, enum xlate_ref_kind kind, const struct oid *oid,
+		    const char *name, size_t name_len)
+{
+	struct show_refs *s = data;
+	struct cache_object co;
+	struct oid twin;
+	char hex[OID_HEXSZ_MAX + 1], line[400];
+
+	if (xlate_builtin(oid, &hash_sha1, &twin)) {
+		co.sha1 = twin;
+	} else if (kind == XLATE_REF_GITLINK) {
+		if (cache_get_gitlink(s->cli->cache, oid, &co.sha1))
+			co.sha1.algo = NULL;
+	} else if (cache_get(s->cli->cache, oid, &co)) {
+		co.sha1.algo = NULL;
+	}
+	snprintf(line, sizeof(line), "  %-8s %.*s%s%s -> ", ref_kind[kind],
+		 (int)(name_len > 80 ? 80 : name_len), name ? name : "",
+		 name ? " " : "", oid_to_hex_r(hex, oid));
+	out_str(s->o, line);
+	out_str(s->o, co.sha1.algo ? oid_to_hex_r(hex, &co.sha1) : "(no SHA-1 name)");
+	return out_write(s->o, "\n", 1);
+}
+
+static int has_armor(const struct buf *b)
+{
+	static const char *const armor[] = {
+		"\n-----BEGIN PGP SIGNATURE-----", "\n-----BEGIN PGP MESSAGE-----",
+		"\n-----BEGIN SIGNED MESSAGE-----", "\n-----BEGIN SSH SIGNATURE-----",
+	};
+
+	for (size_t i = 0; i < 4; i++)
+		if (memmem(b->buf, b->len, armor[i], strlen(armor[i])))
+			return 1;
+	return 0;
+}
+
+static int has_header(const struct buf *b, const char *name)
+{
+	const char *p = b->buf, *end = b->buf + b->len;
+	size_t n = strlen(name);
+
+	while (p < end && *p != '\n') {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+
+		if ((size_t)(end - p) > n && !memcmp(p, name, n) && p[n] == ' ')
+			return 1;
+		p = nl ? nl + 1 : end;
+	}
+	return 0;
+}
+
+static void show_signatures(struct out *o, enum obj_type type,
+			    const struct buf *native)
+{
+	if (type == OBJ_COMMIT) {
+		int g1 = has_header(native, "gpgsig"), g2 = has_header(native, "gpgsig-sha256");
+
+		if (g1 || g2)
+			out_str(o, "  commit signature headers (gpgsig, gpgsig-sha256) are copied as they are:\n"
+				   "  each signs its own form with both headers removed, so both stay valid\n");
+		if (memmem(native->buf, native->len, "\nmergetag ", 10))
+			out_str(o, "  each mergetag's embedded tag is converted as a tag (its object line\n"
+				   "  rewritten, its signatures swapped as below)\n");
+		if (!g1 && !g2 && !memmem(native->buf, native->len, "\nmergetag ", 10))
+			out_str(o, "  none\n");
+		return;
+	}
+	if (type == OBJ_TAG) {
+		int body = has_armor(native), g1 = has_header(native, "gpgsig"),
+		    g2 = has_header(native, "gpgsig-sha256");
+
+		if (body)
+			out_str(o, "  the in-body signature (over the SHA-256 form) moves into a\n"
+				   "  gpgsig-sha256 header of the SHA-1 form\n");
+		if (g1)
+			out_str(o, "  the gpgsig header (a signature over the SHA-1 form) becomes the\n"
+				   "  SHA-1 form's in-body signature\n");
+		if (g2)
+			out_str(o, "  a gpgsig-sha256 header in a SHA-256 form is dropped, as upstream does\n");
+		if (!body && !g1 && !g2)
+			out_str(o, "  none\n");
+		return;
+	}
+	out_str(o, "  none\n");
+}
+
+int cmd_show(struct cli *cli, int argc, char **argv)
+{
+	struct buf native = BUF_INIT, sha1_form = BUF_INIT;
+	const struct hash_algo *given;
+	struct cache_object co;
+	struct show_refs sr;
+	enum obj_type type;
+	struct oid oid;
+	struct out o;
+	char hex[OID_HEXSZ_MAX + 1], line[300];
+	int ret;
+
+	if (argc != 2)
+		return cli_error(EXIT_USAGE, "usage: git xlate show NAME");
+	if (!cli_cache(cli))
+		return EXIT_NOTFOUND;
+	if ((ret = xlate_resolve(cli->repo, cli->cache, argv[1], &oid, &given)) ||
+	    (ret = cache_get(cli->cache, &oid, &co)) ||
+	    (ret = odb_read(repo_odb(cli->repo), &oid, &type, &native)))
+		return cli_fail(argv[1]);
+	if (out_init(&o, 1, 1 << 20))
+		return cli_fail(NULL);
+	sr.cli = cli;
+	sr.o = &o;
+
+	snprintf(line, sizeof(line), "%s %s\n", type_name(type), oid_to_hex_r(hex, &oid));
+	out_str(&o, line);
+	if (co.sha1.algo) {
+		snprintf(line, sizeof(line), "  sha1   %s\n", oid_to_hex_r(hex, &co.sha1));
+		out_str(&o, line);
+		snprintf(line, sizeof(line), "  size   %llu bytes in SHA-256 form, %llu in SHA-1 form\n",
+			 (unsigned long long)co.size256, (unsigned long long)co.size1);
+		out_str(&o, line);
+	} else {
+		out_str(&o, "  sha1   none: ");
+		out_str(&o, co.reason ? co.reason : "untranslatable");
+		out_write(&o, "\n", 1);
+	}
+
+	out_str(&o, "\nnames rewritten:\n");
+	if (type == OBJ_BLOB)
+		out_str(&o, "  none: a blob's two forms are the same bytes\n");
+	else
+		xlate_refs(repo_algo(cli->repo), type, native.buf, native.len,
+			   show_ref, &sr);
+
+	if (type != OBJ_BLOB) {
+		out_str(&o, "\nsignatures:\n");
+		show_signatures(&o, type, &native);
+	}
+
+	if (co.sha1.algo && type != OBJ_BLOB && type != OBJ_TREE &&
+	    !xlate_sha1_form(cli->repo, cli->cache, cli->unknown_headers, &oid,
+			     &type, &sha1_form)) {
+		out_str(&o, "\n--- SHA-256 form\n+++ SHA-1 form\n");
+		show_diff(&o, &native, &sha1_form);
+	}
+	ret = out_flush(&o);
+	out_release(&o);
+	buf_release(&native);
+	buf_release(&sha1_form);
+	return ret ? cli_fail(NULL) : EXIT_OK;
+}

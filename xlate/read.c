@@ -1,0 +1,162 @@
+/*
+ * read.c: objects and names seen through the cache: the SHA-1 form of a
+ * stored object, and names of either algorithm.
+ */
+#include "xlate.h"
+#include "../cache/cache.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct cache_map {
+	struct cache *cache;
+};
+
+static int map_by_cache(void *data, const struct oid *in, struct oid *out)
+{
+	struct cache_map *m = data;
+	struct cache_object co;
+	char hex[OID_HEXSZ_MAX + 1];
+	int ret = cache_get(m->cache, in, &co);
+
+	if (ret == XL_ENOTFOUND) {
+		/* a gitlink: a commit of another repository, from the map */
+		ret = cache_get_gitlink(m->cache, in, out);
+		if (ret == XL_ENOTFOUND)
+			return err_set(XL_ENOTFOUND, "no SHA-1 name known for %s",
+				       oid_to_hex_r(hex, in));
+		return ret;
+	}
+	if (ret)
+		return ret;
+	if (!co.sha1.algo)
+		return err_set(XL_EUNSUPPORTED, "%s is untranslatable: %s",
+			       oid_to_hex_r(hex, in), co.reason);
+	*out = co.sha1;
+	return 0;
+}
+
+int xlate_sha1_form(struct repo *repo, struct cache *cache,
+		    enum xlate_unknown unknown_headers,
+		    const struct oid *sha256, enum obj_type *type,
+		    struct buf *out)
+{
+	struct cache_map m = { cache };
+	struct xlate_opts o = { repo_algo(repo), &hash_sha1, map_by_cache, &m,
+				unknown_headers };
+	struct buf native = BUF_INIT;
+	struct cache_object co;
+	char hex[OID_HEXSZ_MAX + 1];
+	int ret;
+
+	buf_reset(out);
+	ret = cache_get(cache, sha256, &co);
+	if (!ret && !co.sha1.algo)
+		return err_set(XL_EUNSUPPORTED, "%s is untranslatable: %s",
+			       oid_to_hex_r(hex, sha256), co.reason);
+	if (ret && ret != XL_ENOTFOUND)
+		return ret;
+	if ((ret = odb_read(repo_odb(repo), sha256, type, &native)))
+		return ret;
+	if (*type == OBJ_BLOB) {
+		/* the same bytes: hand the buffer over instead of copying */
+		buf_release(out);
+		*out = native;
+		return 0;
+	}
+	ret = xlate_object(&o, *type, native.buf, native.len, out);
+	buf_release(&native);
+	return ret;
+}
+
+static int is_hex(const char *s, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (hex_value((unsigned char)s[i]) < 0)
+			return 0;
+	return 1;
+}
+
+static int ends_with(const char *s, size_t len, const char *suffix)
+{
+	size_t n = strlen(suffix);
+
+	return len >= n && !memcmp(s + len - n, suffix, n);
+}
+
+/* A full or abbreviated SHA-1 name, through the cache. */
+static int resolve_sha1(struct cache *cache, const char *hex, size_t len,
+			struct oid *sha256)
+{
+	struct cache_object co;
+	struct oid o1;
+	int ret;
+
+	if (len == 40) {
+		oid_from_hex(&o1, &hash_sha1, hex);
+		ret = cache_get_by_sha1(cache, &o1, &co);
+	} else {
+		ret = cache_resolve_prefix(cache, &hash_sha1, hex, len, &co);
+	}
+	if (!ret)
+		*sha256 = co.sha256;
+	else if (ret == XL_ENOTFOUND)
+		err_set(XL_ENOTFOUND, "no object with SHA-1 name %.*s", (int)len, hex);
+	return ret;
+}
+
+int xlate_resolve(struct repo *repo, struct cache *cache, const char *name,
+		  struct oid *sha256, const struct hash_algo **given)
+{
+	size_t len = strlen(name);
+	const struct hash_algo *force = NULL;
+	struct oid a, b;
+	char *base;
+	int ret, r256, r1;
+
+	if (ends_with(name, len, "^{sha1}")) {
+		force = &hash_sha1;
+		len -= 7;
+	} else if (ends_with(name, len, "^{sha256}")) {
+		force = &hash_sha256;
+		len -= 9;
+	}
+	if (!(base = strndup(name, len)))
+		return err_set(XL_ENOMEM, "out of memory");
+
+	if (!is_hex(base, len) || len < 4 || len > 64) {
+		/* a ref or a revision expression: resolved natively */
+		ret = repo_resolve_name(repo, base, sha256);
+		*given = force ? force : &hash_sha256;
+	} else if (force == &hash_sha1) {
+		ret = len <= 40 ? resolve_sha1(cache, base, len, sha256) :
+			err_set(XL_ENOTFOUND, "%s is too long for a SHA-1 name", name);
+		*given = force;
+	} else if (force == &hash_sha256 || len == 64 || len > 40) {
+		ret = repo_resolve_name(repo, base, sha256);
+		*given = &hash_sha256;
+	} else if (len == 40) {
+		ret = resolve_sha1(cache, base, len, sha256);
+		*given = &hash_sha1;
+	} else {
+		/* abbreviated hex: it may abbreviate a name of either kind */
+		r256 = repo_resolve_name(repo, base, &a);
+		r1 = resolve_sha1(cache, base, len, &b);
+		if (r256 == XL_EAMBIGUOUS || r1 == XL_EAMBIGUOUS ||
+		    (!r256 && !r1 && oid_cmp(&a, &b))) {
+			ret = err_set(XL_EAMBIGUOUS, "short name %s is ambiguous", name);
+		} else if (!r256) {
+			*sha256 = a;
+			*given = &hash_sha256;
+			ret = 0;
+		} else if (!r1) {
+			*sha256 = b;
+			*given = &hash_sha1;
+			ret = 0;
+		} else {
+			ret = err_set(XL_ENOTFOUND, "not a valid object name: %s", name);
+		}
+	}
+	free(base);
+	return ret;
+}

@@ -1,0 +1,44 @@
+/*
+ * xlate_i.h: the inside of xlate/ (the build's name table).
+ */
+#ifndef XLATEFS_XLATE_I_H
+#define XLATEFS_XLATE_I_H
+
+#include "xlate.h"
+
+/*
+ * What the build knows of one object, keyed by its SHA-256 name.  The
+ * table is open-addressed and grows by doubling, so entry pointers are
+ * only good until the next xmap_add(): callers keep names, not pointers.
+ */
+enum xmap_state {
+	XMAP_EMPTY = 0,
+	XMAP_PENDING,		/* new in this build, not yet named */
+	XMAP_DONE,		/* sha1 is its SHA-1 name */
+	XMAP_BAD,		/* untranslatable; reason says why */
+};
+
+struct xmap_entry {
+	unsigned char key[32];
+	unsigned char sha1[20];
+	uint8_t state;		/* enum xmap_state */
+	uint8_t type;		/* enum obj_type; 0 if not yet known */
+	uint8_t is_new;		/* found in this build (to be stored) */
+	uint64_t size256, size1;
+	char *reason;		/* owned; XMAP_BAD only */
+};
+
+struct xmap {
+	struct xmap_entry *slots;
+	size_t nr, cap;		/* cap a power of two, nr <= cap / 2 */
+};
+
+int xmap_init(struct xmap *m, size_t hint);
+void xmap_release(struct xmap *m);
+struct xmap_entry *xmap_get(const struct xmap *m, const struct oid *oid);
+/* The entry for oid, added as XMAP_PENDING if absent; NULL if out of memory. */
+struct xmap_entry *xmap_add(struct xmap *m, const struct oid *oid);
+/* Set an entry untranslatable with a copy of reason. */
+void xmap_set_bad(struct xmap_entry *e, const char *reason);
+
+#endif
