@@ -80,6 +80,7 @@ struct cache {
 	sqlite3_stmt *stmt[ST__COUNT];	/* prepared once, reset after use */
 	char *path;
 	const struct hash_algo *algo;	/* the primary names' format */
+	unsigned flags;			/* enum cache_open_flags */
 	cache_warn_fn warn;
 	void *warn_data;
 	int in_batch;			/* between cache_begin and commit */

@@ -488,14 +488,19 @@ static int check_file(struct cache *cache, struct buf *why)
 	if ((ret = set_wal(cache, why)))
 		goto out;
 
-	if ((rc = query_one(cache, "PRAGMA quick_check(1)", NULL, &text,
-			    &found)) != SQLITE_OK) {
-		ret = check_failed(cache, rc, "quick_check", why);
-		goto out;
-	}
-	if (!found || strcmp(text.buf, "ok")) {
-		ret = bad(why, "quick_check: %s", found ? text.buf : "no answer");
-		goto out;
+	/* a whole-file check costs time in proportion to the file */
+	if (cache->flags & CACHE_OPEN_CHECK_ALL) {
+		rc = query_one(cache, "PRAGMA quick_check(1)", NULL, &text,
+			       &found);
+		if (rc != SQLITE_OK) {
+			ret = check_failed(cache, rc, "quick_check", why);
+			goto out;
+		}
+		if (!found || strcmp(text.buf, "ok")) {
+			ret = bad(why, "quick_check: %s",
+				  found ? text.buf : "no answer");
+			goto out;
+		}
 	}
 
 	if ((ret = check_schema_objects(cache, why)))
@@ -601,8 +606,8 @@ out:
 }
 
 int cache_open(struct cache **out, const char *path,
-	       const struct hash_algo *algo, cache_warn_fn warn,
-	       void *warn_data)
+	       const struct hash_algo *algo, unsigned flags,
+	       cache_warn_fn warn, void *warn_data)
 {
 	struct buf why = BUF_INIT;
 	pthread_mutexattr_t attr;
@@ -618,6 +623,7 @@ int cache_open(struct cache **out, const char *path,
 		return err_set(XL_ENOMEM, "out of memory");
 	}
 	cache->algo = algo;
+	cache->flags = flags;
 	cache->warn = warn;
 	cache->warn_data = warn_data;
 	cache->serial = cache_next_serial();
@@ -707,7 +713,7 @@ static int make_dirs(struct buf *path)
 	return 0;
 }
 
-int cache_default_path(const char *objdir, struct buf *out)
+int cache_default_path(const char *repo_dir, struct buf *out)
 {
 	static const char hex[] = "0123456789abcdef";
 	unsigned char md[EVP_MAX_MD_SIZE];
@@ -717,14 +723,13 @@ int cache_default_path(const char *objdir, struct buf *out)
 	int ret;
 
 	buf_reset(out);
-	if ((ret = buf_addf(&dir, "%s/info", objdir)))
-		return ret;
 	/*
-	 * Beside the repository's own files when we may write there (Git
-	 * creates objects/info lazily, so it may not exist yet).
+	 * Beside the repository's own files when we may write there.  Not
+	 * under objects/: `git clone --local` hard-links everything there,
+	 * and two repositories would then share one cache file.
 	 */
-	if (mkdir(dir.buf, 0777) && errno != EEXIST)
-		errno = 0;	/* fall through to the per-user location */
+	if ((ret = buf_addstr(&dir, repo_dir)))
+		return ret;
 	if (is_writable_dir(dir.buf)) {
 		ret = buf_addf(out, "%s/xlatefs-cache.sqlite", dir.buf);
 		goto out;
@@ -738,16 +743,16 @@ int cache_default_path(const char *objdir, struct buf *out)
 	} else {
 		base = getenv("HOME");
 		if (!base || base[0] != '/') {
-			ret = err_set(XL_EIO, "%s/info is not writable and "
+			ret = err_set(XL_EIO, "%s is not writable and "
 				      "neither XDG_CACHE_HOME nor HOME is set",
-				      objdir);
+				      repo_dir);
 			goto out;
 		}
 		ret = buf_addf(&dir, "%s/.cache/xlatefs", base);
 	}
 	if (ret || (ret = make_dirs(&dir)))
 		goto out;
-	if (!EVP_Digest(objdir, strlen(objdir), md, &mdlen, EVP_sha256(),
+	if (!EVP_Digest(repo_dir, strlen(repo_dir), md, &mdlen, EVP_sha256(),
 			NULL)) {
 		ret = err_set(XL_ENOMEM, "cannot hash the objects directory path");
 		goto out;

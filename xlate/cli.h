@@ -27,6 +27,7 @@ struct cli {
 	struct repo *repo;	/* opened on demand by cli_repo() */
 	struct cache *cache;	/* opened on demand by cli_cache() */
 	int built;		/* the cache was brought up to date */
+	int check_all;		/* check the whole cache file on open (build, verify) */
 };
 
 /* Open the repository (once); prints the reason and returns NULL on failure. */

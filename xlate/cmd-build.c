@@ -16,6 +16,7 @@ int cmd_build(struct cli *cli, int argc, char **argv)
 
 	if (argc != 1)
 		return cli_error(EXIT_USAGE, "usage: git xlate build");
+	cli->check_all = 1;
 	if (cli_build(cli, &st))
 		return cli_fail(NULL);
 	if (isatty(2))

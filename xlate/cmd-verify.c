@@ -107,6 +107,7 @@ int cmd_verify(struct cli *cli, int argc, char **argv)
 
 	if (argc != 1)
 		return cli_error(EXIT_USAGE, "usage: git xlate verify");
+	cli->check_all = 1;
 	if (!cli_cache(cli))
 		return EXIT_NOTFOUND;
 	/* the walk holds the cache; check after it */

@@ -152,7 +152,7 @@ static void on_warn(void *data, const char *message)
 static struct cache *open_ok(const struct hash_algo *algo, struct warnings *w)
 {
 	struct cache *c = NULL;
-	int ret = cache_open(&c, db_path, algo, w ? on_warn : NULL, w);
+	int ret = cache_open(&c, db_path, algo, CACHE_OPEN_CHECK_ALL, w ? on_warn : NULL, w);
 
 	if (ret)
 		harness_fail(__FILE__, __LINE__, "cache_open: %d %s", ret,
@@ -1214,16 +1214,16 @@ TEST(open_errors_are_not_corruption)
 	scratch_begin();
 	/* a directory where the file should be */
 	CHECK_INT(mkdir(db_path, 0777), 0);
-	CHECK_INT(cache_open(&c, db_path, &hash_sha256, on_warn, &w), XL_EIO);
+	CHECK_INT(cache_open(&c, db_path, &hash_sha256, CACHE_OPEN_CHECK_ALL, on_warn, &w), XL_EIO);
 	CHECK(c == NULL);
 	CHECK_INT(w.n, 0);
 	CHECK(!exists_suffix(".corrupt"));
 	CHECK(strstr(err_msg(), db_path) != NULL);
 	/* no such directory */
 	snprintf(db_path, sizeof(db_path), "%s/no/such/dir/c.sqlite", dir);
-	CHECK_INT(cache_open(&c, db_path, &hash_sha256, on_warn, &w), XL_EIO);
+	CHECK_INT(cache_open(&c, db_path, &hash_sha256, CACHE_OPEN_CHECK_ALL, on_warn, &w), XL_EIO);
 	CHECK_INT(w.n, 0);
-	CHECK_INT(cache_open(&c, "", &hash_sha256, NULL, NULL), XL_EINVALID);
+	CHECK_INT(cache_open(&c, "", &hash_sha256, 0, NULL, NULL), XL_EINVALID);
 	scratch_end();
 }
 
@@ -1249,7 +1249,7 @@ TEST(crash_mid_batch)
 		/* the child: its own connection, committed batches, then death */
 		struct cache *cc;
 
-		if (cache_open(&cc, db_path, &hash_sha256, NULL, NULL))
+		if (cache_open(&cc, db_path, &hash_sha256, 0, NULL, NULL))
 			_exit(1);
 		for (int b = 0; b < CRASH_BATCHES; b++) {
 			if (cache_begin(cc) ||
@@ -1354,7 +1354,7 @@ static void *open_thread(void *data)
 	struct cache *c = NULL;
 
 	pthread_barrier_wait(a->start);
-	a->ret = cache_open(&c, db_path, &hash_sha256, on_warn, &w);
+	a->ret = cache_open(&c, db_path, &hash_sha256, CACHE_OPEN_CHECK_ALL, on_warn, &w);
 	if (!a->ret)
 		a->ret = put_range(c, 0, 10);
 	if (a->ret)
@@ -1527,19 +1527,19 @@ TEST(default_path)
 	old_home = old_home ? strdup(old_home) : NULL;
 	scratch_begin();
 
-	/* objects/info missing: created, and the cache goes there */
-	snprintf(objdir, sizeof(objdir), "%s/objects", dir);
+	/* a writable git directory: the cache goes in it */
+	snprintf(objdir, sizeof(objdir), "%s/repo.git", dir);
 	CHECK_INT(mkdir(objdir, 0777), 0);
 	CHECK_INT(cache_default_path(objdir, &out), 0);
-	snprintf(expect, sizeof(expect), "%s/info/xlatefs-cache.sqlite", objdir);
+	snprintf(expect, sizeof(expect), "%s/xlatefs-cache.sqlite", objdir);
 	CHECK_STR(out.buf, expect);
 
 	/*
-	 * An objects directory where info/ cannot be made (its parent does
-	 * not exist; a read-only one would not do, as root may write it):
-	 * the per-user directory, named by the path's digest.
+	 * A git directory we cannot write (here: one that does not exist; a
+	 * read-only one would not do, as root may write it): the per-user
+	 * directory, named by the path's digest.
 	 */
-	snprintf(objdir, sizeof(objdir), "%s/gone/objects", dir);
+	snprintf(objdir, sizeof(objdir), "%s/gone/repo.git", dir);
 	EVP_Digest(objdir, strlen(objdir), md, &mdlen, EVP_sha256(), NULL);
 	for (int i = 0; i < 32; i++)
 		snprintf(hex + 2 * i, 3, "%02x", md[i]);
