@@ -35,9 +35,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
-#define BATCH_OBJECTS 2000	/* per transaction: a killed build loses at most this many */
+/*
+ * A transaction is committed a second after the last one (or after this
+ * many objects): a killed build loses at most about a second's work.
+ * Small batches cost dearly: names are random keys, so every batch
+ * dirties pages all over the file's B-trees and rewrites them.
+ */
+#define BATCH_SECONDS 1.0
+#define BATCH_OBJECTS 250000
 #define STREAM_MIN ((size_t)32 << 20)	/* hash blobs this big piecewise */
 #define XMAP_VISITING 0x80	/* state flag: on the walk's stack */
 
@@ -45,6 +53,148 @@ struct pack_mark {
 	char checksum[OID_HEXSZ_MAX + 1];
 	uint32_t objects;
 };
+
+/*
+ * Results go to sqlite on a writer thread, so that the walk does not
+ * wait for B-tree inserts: store() queues, the writer puts, in the same
+ * order (a queued NULL name marks a commit point).  The walk may still
+ * look old names up meanwhile: the cache serialises the two, and what
+ * is queued but unwritten is new, so the walk has it in its own table.
+ */
+struct queued {
+	struct cache_object co;		/* co.algo NULL in sha256: a commit point */
+	char *reason;			/* owned copy */
+};
+
+struct writer {
+	pthread_mutex_t lock;
+	pthread_cond_t wake, idle;
+	struct queued *q;		/* guarded by lock */
+	size_t nr, alloc;		/* guarded by lock */
+	int busy, stop;			/* guarded by lock */
+	int error;			/* guarded by lock: first failure */
+	struct cache *cache;
+	pthread_t tid;
+};
+
+static void *writer_main(void *arg)
+{
+	struct writer *w = arg;
+	struct queued *take = NULL;
+	size_t ntake = 0, cap = 0;
+
+	pthread_mutex_lock(&w->lock);
+	for (;;) {
+		int ret = 0;
+
+		while (!w->nr && !w->stop) {
+			w->busy = 0;
+			pthread_cond_broadcast(&w->idle);
+			pthread_cond_wait(&w->wake, &w->lock);
+		}
+		if (!w->nr && w->stop)
+			break;
+		/* swap the queue for our (empty) array and work unlocked */
+		{
+			struct queued *t = w->q;
+			size_t a = w->alloc;
+
+			w->q = take;
+			w->alloc = cap;
+			take = t;
+			cap = a;
+			ntake = w->nr;
+			w->nr = 0;
+		}
+		w->busy = 1;
+		pthread_mutex_unlock(&w->lock);
+		for (size_t i = 0; i < ntake; i++) {
+			if (ret) {
+				/* failed: drop the rest, the error is reported */
+			} else if (!take[i].co.sha256.algo) {
+				if (!(ret = cache_commit(w->cache)))
+					ret = cache_begin(w->cache);
+			} else {
+				ret = cache_put(w->cache, &take[i].co);
+			}
+			free(take[i].reason);
+		}
+		pthread_mutex_lock(&w->lock);
+		if (ret && !w->error)
+			w->error = ret;
+	}
+	w->busy = 0;
+	pthread_cond_broadcast(&w->idle);
+	pthread_mutex_unlock(&w->lock);
+	free(take);
+	return NULL;
+}
+
+static int writer_push(struct writer *w, const struct cache_object *co)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&w->lock);
+	if (w->nr == w->alloc) {
+		size_t alloc = w->alloc ? 2 * w->alloc : 4096;
+		struct queued *p = realloc(w->q, alloc * sizeof(*p));
+
+		if (!p) {
+			pthread_mutex_unlock(&w->lock);
+			return err_set(XL_ENOMEM, "out of memory");
+		}
+		w->q = p;
+		w->alloc = alloc;
+	}
+	w->q[w->nr].co = *co;
+	w->q[w->nr].reason = co->reason ? strdup(co->reason) : NULL;
+	w->q[w->nr].co.reason = w->q[w->nr].reason;
+	w->nr++;
+	ret = w->error;
+	pthread_cond_signal(&w->wake);
+	pthread_mutex_unlock(&w->lock);
+	return ret;
+}
+
+/* Wait until everything queued is in the cache; the writer's error, if any. */
+static int writer_drain(struct writer *w)
+{
+	int ret;
+
+	pthread_mutex_lock(&w->lock);
+	while (w->nr || w->busy)
+		pthread_cond_wait(&w->idle, &w->lock);
+	ret = w->error;
+	pthread_mutex_unlock(&w->lock);
+	return ret;
+}
+
+static int writer_start(struct writer *w, struct cache *cache)
+{
+	memset(w, 0, sizeof(*w));
+	w->cache = cache;
+	pthread_mutex_init(&w->lock, NULL);
+	pthread_cond_init(&w->wake, NULL);
+	pthread_cond_init(&w->idle, NULL);
+	if (pthread_create(&w->tid, NULL, writer_main, w))
+		return err_set(XL_ENOMEM, "cannot start the cache writer");
+	return 0;
+}
+
+static void writer_stop(struct writer *w)
+{
+	pthread_mutex_lock(&w->lock);
+	w->stop = 1;
+	pthread_cond_signal(&w->wake);
+	pthread_mutex_unlock(&w->lock);
+	pthread_join(w->tid, NULL);
+	for (size_t i = 0; i < w->nr; i++)
+		free(w->q[i].reason);
+	free(w->q);
+	pthread_cond_destroy(&w->wake);
+	pthread_cond_destroy(&w->idle);
+	pthread_mutex_destroy(&w->lock);
+}
 
 struct build {
 	struct repo *repo;
@@ -60,12 +210,25 @@ struct build {
 	size_t nr_packs, alloc_packs;
 	int cache_empty;		/* no lookups needed when nothing is stored */
 	int collided;			/* a named object was refused afterwards */
+	struct oid blocked;		/* see build_map() */
+	int has_blocked;
+	struct recent *recent;		/* see build_map() */
 	size_t in_batch;
+	double batch_start;		/* when the open transaction began */
+	struct writer writer;		/* puts results into the cache */
 	atomic_uint_fast64_t done;
 	uint64_t total;
 };
 
 /* ---- progress and storing ------------------------------------------- */
+
+static double seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
 
 static void progress(struct build *b)
 {
@@ -91,12 +254,17 @@ static int store(struct build *b, const struct oid *oid)
 		b->stats->untranslatable++;
 	}
 	b->stats->new_objects++;
-	if ((ret = cache_put(b->cache, &co)))
+	if ((ret = writer_push(&b->writer, &co)))
 		return ret;
-	if (++b->in_batch >= BATCH_OBJECTS) {
-		if ((ret = cache_commit(b->cache)) || (ret = cache_begin(b->cache)))
+	/* the clock is read every 256 objects, not every time */
+	if (++b->in_batch >= BATCH_OBJECTS ||
+	    (!(b->in_batch & 255) && seconds() - b->batch_start >= BATCH_SECONDS)) {
+		struct cache_object commit_point = { 0 };
+
+		if ((ret = writer_push(&b->writer, &commit_point)))
 			return ret;
 		b->in_batch = 0;
+		b->batch_start = seconds();
 		progress(b);
 	}
 	return 0;
@@ -138,17 +306,50 @@ static struct xmap_entry *lookup(struct build *b, const struct oid *oid)
 	return remember(b, &co);
 }
 
-/* The mapping the converter uses: names of what an object refers to. */
+/*
+ * Consecutive trees of a history mostly list the same entries, and the
+ * walk converts them one after the other; a small direct-mapped cache of
+ * names already found, sized to stay in the processor's cache, answers
+ * most lookups without touching the big table (which misses memory every
+ * time).  Only final answers (named objects) go in.
+ */
+#define RECENT_SLOTS 8192	/* power of two */
+
+struct recent {
+	unsigned char key[32];
+	unsigned char sha1[20];
+};
+
+/*
+ * The mapping the converter uses: names of what an object refers to.
+ * A reference to an object of this build not yet named (a tree behind a
+ * file mode, in an odd repository) is noted in b->blocked, so that the
+ * walk can name it first and convert again.
+ */
 static int build_map(void *data, const struct oid *in, struct oid *out)
 {
 	struct build *b = data;
-	struct xmap_entry *e = lookup(b, in);
+	struct recent *r = b->recent ?
+		&b->recent[(in->hash[0] | in->hash[1] << 8) & (RECENT_SLOTS - 1)] : NULL;
+	struct xmap_entry *e;
 
-	if (!e)
+	if (r && !memcmp(r->key, in->hash, 32)) {
+		oid_from_raw(out, &hash_sha1, r->sha1);
+		return 0;
+	}
+	if (!(e = lookup(b, in)))
 		return XL_ENOTFOUND;
 	if (e->state == XMAP_DONE) {
 		oid_from_raw(out, &hash_sha1, e->sha1);
+		if (r) {
+			memcpy(r->key, in->hash, 32);
+			memcpy(r->sha1, e->sha1, 20);
+		}
 		return 0;
+	}
+	if (e->state == XMAP_PENDING && e->is_new && !b->has_blocked) {
+		b->blocked = *in;
+		b->has_blocked = 1;
 	}
 	return XL_EUNSUPPORTED;
 }
@@ -374,6 +575,7 @@ struct frame {
 	struct buf content;		/* trees and tags; commits are re-read */
 	struct oid *deps;		/* new objects it needs named first */
 	size_t ndeps, next;
+	int has_gitlink;		/* a tree with 160000 entries */
 };
 
 struct deps_ctx {
@@ -388,7 +590,21 @@ static int collect_dep(void *data, enum xlate_ref_kind kind,
 		       size_t name_len)
 {
 	struct deps_ctx *d = data;
-	struct xmap_entry *e = xmap_get(&d->b->map, oid);
+	struct xmap_entry *e;
+
+	if (kind == XLATE_REF_GITLINK) {
+		d->f->has_gitlink = 1;
+		return 0;	/* another repository's commit: never new here */
+	}
+	/*
+	 * Blobs are all named before this walk, so a file entry cannot hold
+	 * it up; skipping their lookup halves the walk's table traffic.  (A
+	 * file entry naming a tree, in an odd repository, is caught when the
+	 * conversion meets it: see build_map.)
+	 */
+	if (kind == XLATE_REF_TREE_ENTRY)
+		return 0;
+	e = xmap_get(&d->b->map, oid);
 
 	/* only objects of this build still to be named hold the walk up */
 	if (!e || !e->is_new || (e->state != XMAP_PENDING &&
@@ -558,7 +774,18 @@ static int frame_close(struct build *b, struct frame *f, struct buf *conv)
 		xmap_get(&b->map, &f->oid)->state &= ~XMAP_VISITING;
 		return refuse(b, &f->oid, reason);
 	}
+	b->has_blocked = 0;
 	ret = xlate_object(&o, f->type, f->content.buf, f->content.len, conv);
+	if (ret && b->has_blocked) {
+		/* it needs an object of this build named first: walk there */
+		struct oid *p = realloc(f->deps, (f->ndeps + 1) * sizeof(*p));
+
+		if (!p)
+			return err_set(XL_ENOMEM, "out of memory");
+		f->deps = p;
+		f->deps[f->ndeps++] = b->blocked;
+		return 2;
+	}
 	e = xmap_get(&b->map, &f->oid);
 	e->state &= ~XMAP_VISITING;
 	if (ret == XL_ENOMEM || ret == XL_EIO)
@@ -569,7 +796,7 @@ static int frame_close(struct build *b, struct frame *f, struct buf *conv)
 
 	if ((ret = check_collision(b, &f->oid, &sha1)))
 		return ret < 0 ? ret : 0;
-	if (f->type == OBJ_TREE) {
+	if (f->has_gitlink) {
 		struct gitlink_ctx g = { b, &f->oid };
 
 		if ((ret = xlate_refs(repo_algo(b->repo), OBJ_TREE, f->content.buf,
@@ -657,6 +884,10 @@ static int name_the_rest(struct build *b)
 				ret = store(b, &f->oid);
 			} else {
 				ret = frame_close(b, f, &conv);
+				if (ret == 2) {
+					ret = 0;	/* a dependency to name first */
+					continue;
+				}
 			}
 			frame_release(f);
 			depth--;
@@ -848,6 +1079,11 @@ int xlate_build(struct repo *repo, struct cache *cache,
 
 	if ((ret = cache_begin(cache)))
 		goto out;
+	if ((ret = writer_start(&b.writer, cache))) {
+		cache_rollback(cache);
+		goto out;
+	}
+	b.batch_start = seconds();
 	/* the unreadable ones first: they are settled */
 	for (size_t i = 0; i < b.nr && !ret; i++) {
 		struct xmap_entry *e = xmap_get(&b.map, &b.todo[i]);
@@ -859,10 +1095,19 @@ int xlate_build(struct repo *repo, struct cache *cache,
 	}
 	if (!ret)
 		ret = name_blobs(&b);
+	/* a miss on an all-zero slot key is harmless: no name is all zeros */
+	b.recent = calloc(RECENT_SLOTS, sizeof(*b.recent));
 	if (!ret)
 		ret = name_the_rest(&b);
 	if (!ret && b.collided)
 		ret = refuse_dependents(&b);
+	{
+		int werr = writer_drain(&b.writer);
+
+		writer_stop(&b.writer);
+		if (!ret)
+			ret = werr;
+	}
 	for (size_t i = 0; i < b.nr_packs && !ret; i++)
 		ret = cache_pack_done(cache, b.packs[i].checksum, b.packs[i].objects);
 	if (!ret)
@@ -872,6 +1117,7 @@ int xlate_build(struct repo *repo, struct cache *cache,
 	progress(&b);
 out:
 	buf_release(&settings);
+	free(b.recent);
 	xmap_release(&b.map);
 	xmap_release(&b.by_sha1);
 	free(b.todo);

@@ -247,6 +247,7 @@ struct show_refs {
 
 static const char *const ref_kind[] = {
 	[XLATE_REF_TREE_ENTRY] = "entry",
+	[XLATE_REF_SUBTREE] = "subtree",
 	[XLATE_REF_GITLINK] = "gitlink",
 	[XLATE_REF_TREE] = "tree",
 	[XLATE_REF_PARENT] = "parent",

@@ -477,6 +477,7 @@ int xlate_refs(const struct hash_algo *algo, enum obj_type type,
 	switch (type) {
 	case OBJ_TREE:
 		while (p < end) {
+			enum xlate_ref_kind kind;
 			const char *name;
 			size_t name_len;
 			unsigned mode;
@@ -485,9 +486,10 @@ int xlate_refs(const struct hash_algo *algo, enum obj_type type,
 					      &name_len)))
 				return ret;
 			oid_from_raw(&oid, algo, (const unsigned char *)name + name_len);
-			if ((ret = fn(data, (mode & 0170000) == 0160000 ?
-				      XLATE_REF_GITLINK : XLATE_REF_TREE_ENTRY,
-				      &oid, name, name_len - 1)))
+			kind = (mode & 0170000) == 0160000 ? XLATE_REF_GITLINK :
+			       (mode & 0170000) == 0040000 ? XLATE_REF_SUBTREE :
+			       XLATE_REF_TREE_ENTRY;
+			if ((ret = fn(data, kind, &oid, name, name_len - 1)))
 				return ret;
 			p = name + name_len + algo->rawsz;
 		}

@@ -76,7 +76,8 @@ int xlate_builtin(const struct oid *in, const struct hash_algo *to,
  * object cannot be parsed the way the converter would parse it.
  */
 enum xlate_ref_kind {
-	XLATE_REF_TREE_ENTRY,	/* blob, tree or symlink entry */
+	XLATE_REF_TREE_ENTRY,	/* a file or symlink entry (by its mode) */
+	XLATE_REF_SUBTREE,	/* a directory entry (mode 040000) */
 	XLATE_REF_GITLINK,	/* mode 160000: a commit in another repository */
 	XLATE_REF_TREE,		/* a commit's tree */
 	XLATE_REF_PARENT,

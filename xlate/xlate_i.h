@@ -8,8 +8,8 @@
 
 /*
  * What the build knows of one object, keyed by its SHA-256 name.  The
- * table is open-addressed and grows by doubling, so entry pointers are
- * only good until the next xmap_add(): callers keep names, not pointers.
+ * entries array grows by doubling, so entry pointers are only good until
+ * the next xmap_add(): callers keep names, not pointers.
  */
 enum xmap_state {
 	XMAP_EMPTY = 0,
@@ -28,9 +28,13 @@ struct xmap_entry {
 	char *reason;		/* owned; XMAP_BAD only */
 };
 
+struct xmap_slot;
+
 struct xmap {
-	struct xmap_entry *slots;
-	size_t nr, cap;		/* cap a power of two, nr <= cap / 2 */
+	struct xmap_entry *entries;	/* dense, in insertion order */
+	size_t nr, alloc;
+	struct xmap_slot *slots;	/* the hash table: indexes into entries */
+	size_t cap;			/* slots, a power of two, >= 2 * nr */
 };
 
 int xmap_init(struct xmap *m, size_t hint);

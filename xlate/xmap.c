@@ -1,60 +1,77 @@
 /*
- * xmap.c: the build's table of names, open-addressed on the SHA-256 name.
+ * xmap.c: the build's table of names, keyed by SHA-256 name.
  *
- * Keys are hashes already, so their first eight bytes index the table
- * directly.  Load stays at or under one half, so probes are short.
+ * Entries live in one dense array; the hash table proper is an array of
+ * small slots (an entry index and eight bytes of the key), so that a
+ * probe touches one cache line of a table that stays mostly in cache,
+ * and only a likely match reads the entry itself.  Keys are hashes
+ * already, so their first bytes pick the slot.  Load stays at or under
+ * one half.
  */
 #include "xlate_i.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-static size_t slot_of(const struct xmap *m, const unsigned char *key)
-{
-	uint64_t h;
+struct xmap_slot {
+	uint64_t tag;		/* the key's first eight bytes */
+	uint32_t idx;		/* entry index + 1; 0: empty */
+};
 
-	memcpy(&h, key, sizeof(h));
-	return (size_t)h & (m->cap - 1);
+static uint64_t key_tag(const unsigned char *key)
+{
+	uint64_t t;
+
+	memcpy(&t, key, sizeof(t));
+	return t;
 }
 
 int xmap_init(struct xmap *m, size_t hint)
 {
+	memset(m, 0, sizeof(*m));
 	m->cap = 1024;
 	while (m->cap < 2 * hint)
 		m->cap *= 2;
-	m->nr = 0;
 	m->slots = calloc(m->cap, sizeof(*m->slots));
 	return m->slots ? 0 : err_set(XL_ENOMEM, "out of memory (name table)");
 }
 
 void xmap_release(struct xmap *m)
 {
-	for (size_t i = 0; i < m->cap; i++)
-		free(m->slots[i].reason);
+	for (size_t i = 0; i < m->nr; i++)
+		free(m->entries[i].reason);
+	free(m->entries);
 	free(m->slots);
 	memset(m, 0, sizeof(*m));
 }
 
-static struct xmap_entry *find_slot(const struct xmap *m,
-				    const unsigned char *key)
+/* The slot holding key, or the empty slot where it would go. */
+static struct xmap_slot *find_slot(const struct xmap *m,
+				   const unsigned char *key)
 {
-	size_t i = slot_of(m, key);
+	uint64_t tag = key_tag(key);
+	size_t i = (size_t)tag & (m->cap - 1);
 
-	while (m->slots[i].state != XMAP_EMPTY && memcmp(m->slots[i].key, key, 32))
-		i = (i + 1) & (m->cap - 1);
-	return &m->slots[i];
+	for (;; i = (i + 1) & (m->cap - 1)) {
+		struct xmap_slot *s = &m->slots[i];
+
+		if (!s->idx)
+			return s;
+		if (s->tag == tag && !memcmp(m->entries[s->idx - 1].key, key, 32))
+			return s;
+	}
 }
 
 struct xmap_entry *xmap_get(const struct xmap *m, const struct oid *oid)
 {
-	struct xmap_entry *e = find_slot(m, oid->hash);
+	struct xmap_slot *s = find_slot(m, oid->hash);
 
-	return e->state == XMAP_EMPTY ? NULL : e;
+	return s->idx ? &m->entries[s->idx - 1] : NULL;
 }
 
 static int grow(struct xmap *m)
 {
-	struct xmap_entry *old = m->slots;
+	struct xmap_slot *old = m->slots;
 	size_t old_cap = m->cap;
 
 	m->slots = calloc(old_cap * 2, sizeof(*m->slots));
@@ -64,25 +81,39 @@ static int grow(struct xmap *m)
 	}
 	m->cap = old_cap * 2;
 	for (size_t i = 0; i < old_cap; i++)
-		if (old[i].state != XMAP_EMPTY)
-			*find_slot(m, old[i].key) = old[i];
+		if (old[i].idx)
+			*find_slot(m, m->entries[old[i].idx - 1].key) = old[i];
 	free(old);
 	return 0;
 }
 
 struct xmap_entry *xmap_add(struct xmap *m, const struct oid *oid)
 {
+	struct xmap_slot *s;
 	struct xmap_entry *e;
 
 	if (2 * (m->nr + 1) > m->cap && grow(m))
 		return NULL;
-	e = find_slot(m, oid->hash);
-	if (e->state == XMAP_EMPTY) {
-		memset(e, 0, sizeof(*e));
-		memcpy(e->key, oid->hash, 32);
-		e->state = XMAP_PENDING;
-		m->nr++;
+	s = find_slot(m, oid->hash);
+	if (s->idx)
+		return &m->entries[s->idx - 1];
+	if (m->nr == m->alloc) {
+		size_t alloc = m->alloc ? 2 * m->alloc : 1024;
+		struct xmap_entry *p = realloc(m->entries, alloc * sizeof(*p));
+
+		if (!p) {
+			err_set(XL_ENOMEM, "out of memory (name table)");
+			return NULL;
+		}
+		m->entries = p;
+		m->alloc = alloc;
 	}
+	e = &m->entries[m->nr++];
+	memset(e, 0, sizeof(*e));
+	memcpy(e->key, oid->hash, 32);
+	e->state = XMAP_PENDING;
+	s->tag = key_tag(oid->hash);
+	s->idx = (uint32_t)m->nr;
 	return e;
 }
 

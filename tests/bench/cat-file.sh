@@ -3,65 +3,17 @@
 #
 #   tests/bench/cat-file.sh
 #
-#   XL_BENCH_DIR=DIR        where the generated repository is cached
-#                           (default: .bench/ in the checkout)
-#   XL_BENCH_RUNS=N         timed runs of each program (default 5)
-#   XL_BENCH_GEN_OPTS=...   tests/gen-history.sh options
-#                           (default "--commits 10000 --files 1000": ~130k objects)
-#
-# Generates (once; reused while the generator and options are unchanged) a
-# SHA-256 bare repository with tests/gen-history.sh, packed with
-# `git repack -adf --window=10 --depth=50`; checks once that both programs
+# On the bench repository (tests/bench/lib.sh: a generated SHA-256
+# repository of ~130k objects, packed with `git repack -adf --window=10
+# --depth=50`; XL_BENCH_* variables there), checks once that both programs
 # print the same bytes; then times R alternating runs of each and prints
 # the medians and the ratio git-xlate/git.  Exits 0 whatever the ratio;
 # non-zero only when the outputs differ or something fails.
 
 set -eu
 
-top=$(cd "$(dirname "$0")/../.." && pwd)
-XL=${XL:-$top/git-xlate}
-dir=${XL_BENCH_DIR:-$top/.bench}
-runs=${XL_BENCH_RUNS:-5}
-genopts=${XL_BENCH_GEN_OPTS:---commits 10000 --files 1000}
-
-# Nobody's configuration but ours, for the build and for the timings.
-GIT_CONFIG_NOSYSTEM=1
-GIT_CONFIG_GLOBAL=/dev/null
-LC_ALL=C
-export GIT_CONFIG_NOSYSTEM GIT_CONFIG_GLOBAL LC_ALL
-unset GIT_DIR GIT_WORK_TREE GIT_OBJECT_DIRECTORY GIT_ALTERNATE_OBJECT_DIRECTORIES 2>/dev/null || true
-
-die() {
-	echo "bench cat-file: $*" >&2
-	exit 1
-}
-
-[ -x "$XL" ] || die "no $XL (run make)"
-case $runs in ''|*[!0-9]*|0) die "XL_BENCH_RUNS must be a positive integer" ;; esac
-case $(date +%N) in *[!0-9]*|'') die "date +%N is not supported here (GNU date needed)" ;; esac
-
-mkdir -p "$dir"
-dir=$(cd "$dir" && pwd)
-repo=$dir/cat-file-sha256.git
-stamp="gen-history $(cksum <"$top/tests/gen-history.sh" | tr -s ' \t' '  ') options $genopts; repack -adf --window=10 --depth=50"
-
-if [ ! -f "$repo/xl-bench-stamp" ] || [ "$(head -1 "$repo/xl-bench-stamp")" != "$stamp" ]; then
-	echo "bench cat-file: generating $repo ($genopts) ..." >&2
-	t0=$(date +%s)
-	rm -rf "$repo" "$repo.tmp"
-	git init -q --bare --object-format=sha256 "$repo.tmp"
-	git -C "$repo.tmp" symbolic-ref HEAD refs/heads/main
-	git -C "$repo.tmp" config gc.auto 0
-	# shellcheck disable=SC2086
-	"$top/tests/gen-history.sh" $genopts | git -C "$repo.tmp" fast-import --quiet
-	git -C "$repo.tmp" repack -adfq --window=10 --depth=50
-	git -C "$repo.tmp" pack-refs --all --prune
-	n=$(git -C "$repo.tmp" cat-file --batch-all-objects --batch-check | wc -l | tr -d ' ')
-	printf '%s\n%s\n' "$stamp" "$n" >"$repo.tmp/xl-bench-stamp"
-	mv "$repo.tmp" "$repo"
-	echo "bench cat-file: $n objects in $(($(date +%s) - t0)) s" >&2
-fi
-nobj=$(sed -n 2p "$repo/xl-bench-stamp")
+. "$(dirname "$0")/lib.sh"
+bench_repo
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/xl-bench.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
@@ -108,11 +60,6 @@ timeit() {
 	echo "$s $e" | awk '{ printf "%.3f\n", $2 - $1 }' >>"$f"
 }
 
-median() {
-	sort -n "$1" | awk '{ v[NR] = $1 } END {
-		if (NR % 2) printf "%.3f", v[(NR + 1) / 2]
-		else printf "%.3f", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
 
 status=0
 for job in "--batch null" "--batch pipe" "--batch-check null"; do

@@ -5,7 +5,7 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 status=0
 for b in "$here"/*.sh; do
-	[ "$(basename "$b")" = run.sh ] && continue
+	case $(basename "$b") in run.sh | lib.sh) continue ;; esac
 	"$b" || status=1
 done
 exit $status
