@@ -101,6 +101,23 @@ after=$("$XL" -C "$TRASH/grow.git" export | wc -l)
 [ $((after - before)) -eq 3 ] && ok "a build after one new commit adds its 3 objects" ||
 	not_ok "a build after one new commit adds its 3 objects ($before -> $after)"
 expect "verify after an incremental build" "$XL" -C "$TRASH/grow.git" verify
+git -C "$TRASH/grow.git" repack -adq
+"$XL" -C "$TRASH/grow.git" build
+after2=$("$XL" -C "$TRASH/grow.git" export | wc -l)
+[ "$after2" -eq "$after" ] && ok "after a repack, the same objects and no new ones" ||
+	not_ok "after a repack, the same objects and no new ones ($after -> $after2)"
+expect "verify after a repack" "$XL" -C "$TRASH/grow.git" verify
+
+# export as upstream's loose-object-idx: header, then "sha256 sha1" for
+# every translatable object but the built-in empty tree and blob pairs
+"$XL" -C "$TRASH/grow.git" export --format=loose-object-idx >"$TRASH/idx"
+{
+	echo "# loose-object-idx"
+	"$XL" -C "$TRASH/grow.git" export | awk -F '\t' '$2 != "-" &&
+		$1 != "6ef19b41225c5369f1c104d45d8d85efa9b057b53b14b4b9b939dd74decc5321" &&
+		$1 != "473a0f4c3be8a93681a267e3b1e9a7dcda1185436fe141f7749120a303721813" { print $1 " " $2 }'
+} >"$TRASH/idx.want"
+same_file "export --format=loose-object-idx" "$TRASH/idx.want" "$TRASH/idx"
 
 # ---- upstream's fixtures ----
 for f in history history-loose history-multipack history-reftable odd-objects \
