@@ -1072,7 +1072,8 @@ int xlate_build(struct repo *repo, struct cache *cache,
 	if ((ret = odb_for_each_pack(b.odb, note_pack, &b)) ||
 	    (ret = odb_for_each_loose(b.odb, note_object, &b)))
 		goto out;
-	qsort(b.todo, b.nr, sizeof(*b.todo), cmp_oid);
+	if (b.nr)
+		qsort(b.todo, b.nr, sizeof(*b.todo), cmp_oid);
 	b.total = b.nr;
 	classify(&b);
 	progress(&b);
