@@ -119,3 +119,22 @@ int buf_setlen(struct buf *b, size_t len)
 	b->buf[len] = '\0';
 	return 0;
 }
+
+int array_grow(void *arrayp, size_t *alloc, size_t nr, size_t elem,
+	       size_t first)
+{
+	void **array = arrayp;
+	size_t n = *alloc ? *alloc : first, bytes;
+	void *p;
+
+	if (nr < *alloc)
+		return 0;
+	while (n <= nr)
+		if (size_mul(n, 2, &n))
+			return XL_ENOMEM;
+	if (size_mul(n, elem, &bytes) || !(p = realloc(*array, bytes)))
+		return err_set(XL_ENOMEM, "out of memory");
+	*array = p;
+	*alloc = n;
+	return 0;
+}

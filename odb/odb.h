@@ -109,6 +109,18 @@ static inline void buf_reset(struct buf *b)
 	b->len = 0;
 }
 
+/*
+ * Room for one more element in a malloc'd array holding `nr` of `*alloc`
+ * elements of `elem` bytes: when full it doubles (starting at `first`).
+ * `arrayp` points at the array pointer.  Returns 0, or XL_ENOMEM with
+ * the array untouched.  ARRAY_GROW(arr, nr, alloc, first) is the typed
+ * spelling.
+ */
+int array_grow(void *arrayp, size_t *alloc, size_t nr, size_t elem,
+	       size_t first);
+#define ARRAY_GROW(arr, nr, alloc, first) \
+	array_grow(&(arr), &(alloc), (nr), sizeof(*(arr)), (first))
+
 /* Overflow-checked size arithmetic: 0 on success, XL_ETOOBIG on overflow. */
 static inline int size_add(size_t a, size_t b, size_t *out)
 {

@@ -37,15 +37,8 @@ int ref_array_push(struct ref_array *arr, const struct ref *ref)
 {
 	struct ref *r;
 
-	if (arr->nr == arr->alloc) {
-		size_t alloc = arr->alloc ? arr->alloc * 2 : 32;
-		struct ref *p = realloc(arr->refs, alloc * sizeof(*p));
-
-		if (!p)
-			return err_set(XL_ENOMEM, "out of memory");
-		arr->refs = p;
-		arr->alloc = alloc;
-	}
+	if (ARRAY_GROW(arr->refs, arr->nr, arr->alloc, 32))
+		return XL_ENOMEM;
 	r = &arr->refs[arr->nr];
 	*r = *ref;
 	r->name = strdup(ref->name);

@@ -135,16 +135,9 @@ static int writer_push(struct writer *w, const struct cache_object *co)
 	int ret = 0;
 
 	pthread_mutex_lock(&w->lock);
-	if (w->nr == w->alloc) {
-		size_t alloc = w->alloc ? 2 * w->alloc : 4096;
-		struct queued *p = realloc(w->q, alloc * sizeof(*p));
-
-		if (!p) {
-			pthread_mutex_unlock(&w->lock);
-			return err_set(XL_ENOMEM, "out of memory");
-		}
-		w->q = p;
-		w->alloc = alloc;
+	if (ARRAY_GROW(w->q, w->nr, w->alloc, 4096)) {
+		pthread_mutex_unlock(&w->lock);
+		return XL_ENOMEM;
 	}
 	w->q[w->nr].co = *co;
 	w->q[w->nr].reason = co->reason ? strdup(co->reason) : NULL;
@@ -384,15 +377,8 @@ static int note_object(const struct oid *oid, void *data)
 	if (!(e = xmap_add(&b->map, oid)))
 		return XL_ENOMEM;
 	e->is_new = 1;
-	if (b->nr == b->alloc) {
-		size_t alloc = b->alloc ? 2 * b->alloc : 1024;
-		struct oid *p = realloc(b->todo, alloc * sizeof(*p));
-
-		if (!p)
-			return err_set(XL_ENOMEM, "out of memory");
-		b->todo = p;
-		b->alloc = alloc;
-	}
+	if (ARRAY_GROW(b->todo, b->nr, b->alloc, 1024))
+		return XL_ENOMEM;
 	b->todo[b->nr++] = *oid;
 	return 0;
 }
@@ -413,15 +399,8 @@ static int note_pack(const struct odb_pack_info *info, void *data)
 		if ((ret = note_object(&oid, b)))
 			return ret;
 	}
-	if (b->nr_packs == b->alloc_packs) {
-		size_t alloc = b->alloc_packs ? 2 * b->alloc_packs : 8;
-		struct pack_mark *p = realloc(b->packs, alloc * sizeof(*p));
-
-		if (!p)
-			return err_set(XL_ENOMEM, "out of memory");
-		b->packs = p;
-		b->alloc_packs = alloc;
-	}
+	if (ARRAY_GROW(b->packs, b->nr_packs, b->alloc_packs, 8))
+		return XL_ENOMEM;
 	memcpy(b->packs[b->nr_packs].checksum, info->checksum,
 	       sizeof(info->checksum));
 	b->packs[b->nr_packs++].objects = info->objects;
@@ -610,15 +589,8 @@ static int collect_dep(void *data, enum xlate_ref_kind kind,
 	if (!e || !e->is_new || (e->state != XMAP_PENDING &&
 				 e->state != (XMAP_PENDING | XMAP_VISITING)))
 		return 0;
-	if (d->f->ndeps == d->alloc) {
-		size_t alloc = d->alloc ? 2 * d->alloc : 8;
-		struct oid *p = realloc(d->f->deps, alloc * sizeof(*p));
-
-		if (!p)
-			return err_set(XL_ENOMEM, "out of memory");
-		d->f->deps = p;
-		d->alloc = alloc;
-	}
+	if (ARRAY_GROW(d->f->deps, d->f->ndeps, d->alloc, 8))
+		return XL_ENOMEM;
 	d->f->deps[d->f->ndeps++] = *oid;
 	return 0;
 }

@@ -40,15 +40,8 @@ static int collect_translated(const struct cache_object *co, void *data)
 
 	if (!co->sha1.algo)
 		return 0;
-	if (c->nr == c->alloc) {
-		size_t alloc = c->alloc ? 2 * c->alloc : 4096;
-		struct oid *p = realloc(c->v, alloc * sizeof(*p));
-
-		if (!p)
-			return err_set(XL_ENOMEM, "out of memory");
-		c->v = p;
-		c->alloc = alloc;
-	}
+	if (ARRAY_GROW(c->v, c->nr, c->alloc, 4096))
+		return XL_ENOMEM;
 	c->v[c->nr++] = co->sha256;
 	return 0;
 }

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static int current_failed;	/* set by harness_fail while a test runs */
@@ -67,6 +68,40 @@ void guarded_free(void *p)
 		base -= page;
 	}
 	munmap(g.base, g.total);
+}
+
+static char fixture_dir[256];	/* the scratch directory, once made */
+
+static void fixture_cleanup(void)
+{
+	char cmd[300];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", fixture_dir);
+	if (system(cmd))
+		fprintf(stderr, "# could not remove %s\n", fixture_dir);
+}
+
+void fixture_repo(const char *name, char *repo, size_t size)
+{
+	char cmd[1024], path[512];
+	struct stat st;
+
+	if (!fixture_dir[0]) {
+		snprintf(fixture_dir, sizeof(fixture_dir), "%s/xl-fixture.XXXXXX",
+			 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+		if (!mkdtemp(fixture_dir))
+			abort();
+		atexit(fixture_cleanup);
+	}
+	/* history-loose.tar.gz holds history-loose.git, and so on */
+	snprintf(repo, size, "%s/%s.git", fixture_dir, name);
+	snprintf(path, sizeof(path), "%s", repo);
+	if (!stat(path, &st))
+		return;
+	snprintf(cmd, sizeof(cmd), "tar -xzf '%s/fixtures/%s.tar.gz' -C '%s'",
+		 test_data_dir(), name, fixture_dir);
+	if (system(cmd))
+		abort();
 }
 
 const char *test_data_dir(void)

@@ -71,4 +71,11 @@ void guarded_free(void *p);
 /* Directory holding tests/ data (from $XL_TEST_DATA, default "tests"). */
 const char *test_data_dir(void);
 
+/*
+ * Unpack tests/fixtures/NAME.tar.gz (once per process) into a scratch
+ * directory and put the path of its NAME.git into `repo`.  The scratch
+ * directory goes when the program exits.
+ */
+void fixture_repo(const char *name, char *repo, size_t size);
+
 #endif

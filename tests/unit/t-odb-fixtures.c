@@ -16,26 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char scratch[256];
-
-static void extract(const char *name, char *repo, size_t sz)
-{
-	char cmd[1024];
-
-	if (!scratch[0]) {
-		snprintf(scratch, sizeof(scratch), "%s/xl-fixtures.XXXXXX",
-			 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-		if (!mkdtemp(scratch))
-			abort();
-	}
-	snprintf(cmd, sizeof(cmd), "tar -xzf '%s/fixtures/%s.tar.gz' -C '%s'",
-		 test_data_dir(), name, scratch);
-	if (system(cmd))
-		abort();
-	/* history-loose.tar.gz holds history-loose.git, and so on */
-	snprintf(repo, sz, "%s/%s.git", scratch, name);
-}
-
 struct walk {
 	struct repo *repo;
 	FILE *tsv;		/* the expected list, read in step */
@@ -107,7 +87,7 @@ static void check_objects(const char *fixture, const char *tsv_name)
 	struct walk w = { 0 };
 	int ret;
 
-	extract(fixture, repo_path, sizeof(repo_path));
+	fixture_repo(fixture, repo_path, sizeof(repo_path));
 	snprintf(tsv, sizeof(tsv), "%s/fixtures/%s.objects.tsv",
 		 test_data_dir(), tsv_name);
 	w.tsv = fopen(tsv, "r");
@@ -136,7 +116,7 @@ static void check_refs(const char *fixture, const char *tsv_name)
 	FILE *f;
 	size_t n = 0;
 
-	extract(fixture, repo_path, sizeof(repo_path));
+	fixture_repo(fixture, repo_path, sizeof(repo_path));
 	snprintf(tsv, sizeof(tsv), "%s/fixtures/%s.refs.tsv", test_data_dir(),
 		 tsv_name);
 	f = fopen(tsv, "r");
@@ -223,7 +203,7 @@ static void check_each(const char *fixture, const char *tsv_name)
 	struct each e = { 0 };
 	struct repo *repo;
 
-	extract(fixture, repo_path, sizeof(repo_path));
+	fixture_repo(fixture, repo_path, sizeof(repo_path));
 	snprintf(tsv, sizeof(tsv), "%s/fixtures/%s.refs.tsv", test_data_dir(),
 		 tsv_name);
 	e.f = fopen(tsv, "r");
@@ -255,16 +235,6 @@ TEST(for_each_loose) { check_each("history-loose", "history-loose"); }
 TEST(for_each_multipack) { check_each("history-multipack", "history-multipack"); }
 TEST(for_each_reftable) { check_each("history-reftable", "history-reftable"); }
 
-TEST(cleanup)
-{
-	char cmd[300];
-
-	if (!scratch[0])
-		return;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", scratch);
-	CHECK_INT(system(cmd), 0);
-}
-
 const struct test tests[] = {
 	T(history_packed),
 	T(history_loose),
@@ -284,6 +254,5 @@ const struct test tests[] = {
 	T(for_each_loose),
 	T(for_each_multipack),
 	T(for_each_reftable),
-	T(cleanup),
 	{ NULL, NULL },
 };

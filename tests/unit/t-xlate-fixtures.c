@@ -31,7 +31,6 @@ struct table {
 };
 
 static struct table tab;
-static char scratch[256];
 
 static int find(void *data, const struct oid *in, struct oid *out)
 {
@@ -95,7 +94,7 @@ static void load(const char *name, const char *submap)
 
 static void check_fixture(const char *name, const char *submap)
 {
-	char repo_path[512], cmd[1024], hex[65], want[65];
+	char repo_path[512], hex[65], want[65];
 	struct xlate_opts to1 = { &hash_sha256, &hash_sha1, find, &tab,
 				  XLATE_UNKNOWN_FAIL };
 	struct xlate_opts to256 = { &hash_sha1, &hash_sha256, find, &tab,
@@ -104,17 +103,7 @@ static void check_fixture(const char *name, const char *submap)
 	struct repo *repo;
 	size_t n_ok = 0, n_refused = 0, n_objects;
 
-	if (!scratch[0]) {
-		snprintf(scratch, sizeof(scratch), "%s/xl-xfix.XXXXXX",
-			 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-		if (!mkdtemp(scratch))
-			abort();
-	}
-	snprintf(cmd, sizeof(cmd), "tar -xzf '%s/fixtures/%s.tar.gz' -C '%s'",
-		 test_data_dir(), name, scratch);
-	if (system(cmd))
-		abort();
-	snprintf(repo_path, sizeof(repo_path), "%s/%s.git", scratch, name);
+	fixture_repo(name, repo_path, sizeof(repo_path));
 	load(name, submap);
 	n_objects = tab.nr;
 	if (repo_open(&repo, repo_path)) {
@@ -202,14 +191,6 @@ TEST(unknown_header_copy_policy)
 	buf_release(&out);
 }
 
-TEST(cleanup)
-{
-	char cmd[300];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", scratch);
-	CHECK_INT(system(cmd), 0);
-}
-
 const struct test tests[] = {
 	T(history),
 	T(odd_objects),
@@ -218,6 +199,5 @@ const struct test tests[] = {
 	T(unknown_header),
 	T(large),
 	T(unknown_header_copy_policy),
-	T(cleanup),
 	{ NULL, NULL },
 };
