@@ -632,7 +632,7 @@ TEST(stream_exact_size)
 	CHECK_INT(stream_all(&name, &n), XL_ECORRUPT);
 	/* a long one, inflated across many small reads */
 	{
-		static char big[100000];
+		static char big[11 + 99992];
 
 		memcpy(big, "blob 99992", 10);
 		big[10] = '\0';
