@@ -105,10 +105,12 @@ static void progress_cb(void *data, uint64_t done, uint64_t total)
 	fprintf(stderr, "\rTranslating objects: %3d%% (%llu/%llu), %.0f/s",
 		(int)(100 * done / total), (unsigned long long)done,
 		(unsigned long long)total, rate);
-	if (done < total && rate > 0)
+	if (done == total)
+		fputs(", done.      ", stderr);
+	else if (rate > 0)
 		fprintf(stderr, ", ETA %.0fs   ", (double)(total - done) / rate);
 	else
-		fputs(", done.      ", stderr);
+		fputs("            ", stderr);
 	fflush(stderr);
 }
 
