@@ -57,7 +57,12 @@ void *guarded_copy(const void *data, size_t n)
 void guarded_free(void *p)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	unsigned char *base = (unsigned char *)((uintptr_t)p & ~(page - 1));
+	/*
+	 * Start from the byte before p: for an empty copy p is the guard
+	 * page itself, and otherwise p - 1 still lies in the copy's pages.
+	 */
+	unsigned char *base = (unsigned char *)((uintptr_t)((char *)p - 1) &
+						~(page - 1));
 	struct guard g;
 
 	/* the header sits at the start of the first page: walk back to it */

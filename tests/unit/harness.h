@@ -63,6 +63,7 @@ void harness_fail(const char *file, int line, const char *fmt, ...)
 /*
  * A copy of n bytes placed so that its last byte ends a page and the next
  * page is inaccessible: reading one byte past the end faults at once.
+ * An empty copy is a pointer to the guard page (any read faults).
  * Freed with guarded_free().
  */
 void *guarded_copy(const void *data, size_t n);

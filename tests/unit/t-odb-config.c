@@ -28,30 +28,14 @@ static int collect(const char *key, const char *value, void *data)
 	return 0;
 }
 
-/*
- * guarded_copy() of 0 bytes returns the guard page itself, which
- * guarded_free() cannot free: an empty input is one guarded byte's end.
- */
-static void *gdup(const void *data, size_t n)
-{
-	if (!n)
-		return (char *)guarded_copy("", 1) + 1;
-	return guarded_copy(data, n);
-}
-
-static void gfree(const void *p, size_t n)
-{
-	guarded_free((char *)p - (n ? 0 : 1));
-}
-
 static int parse_n(const char *text, size_t len, struct buf *got)
 {
-	char *g = gdup(text, len);
+	char *g = guarded_copy(text, len);
 	int ret;
 
 	buf_reset(got);
 	ret = config_parse(g, len, "test-config", collect, got);
-	gfree(g, len);
+	guarded_free(g);
 	return ret;
 }
 
@@ -237,12 +221,12 @@ static int stop_cb(const char *key, const char *value, void *data)
 TEST(callback_return_value)
 {
 	static const char text[] = "[a]\nx=1\ny=2\n";
-	char *g = gdup(text, sizeof(text) - 1);
+	char *g = guarded_copy(text, sizeof(text) - 1);
 	int count = 0;
 
 	CHECK_INT(config_parse(g, sizeof(text) - 1, "t", stop_cb, &count), 7);
 	CHECK_INT(count, 1);
-	gfree(g, sizeof(text) - 1);
+	guarded_free(g);
 }
 
 TEST(syntax_errors)
@@ -389,12 +373,12 @@ TEST(int_out_of_range)
 static int format(const char *text, struct repo_format *fmt)
 {
 	size_t len = strlen(text);
-	char *g = gdup(text, len);
+	char *g = guarded_copy(text, len);
 	int ret;
 
 	repo_format_init(fmt);
 	ret = repo_format_parse(fmt, g, len, "config");
-	gfree(g, len);
+	guarded_free(g);
 	if (ret)
 		return ret;
 	return repo_format_verify(fmt);

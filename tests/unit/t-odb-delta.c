@@ -12,23 +12,6 @@
 
 /* ---- helpers -------------------------------------------------------- */
 
-/*
- * guarded_copy() with n == 0 returns the start of the guard page itself,
- * which guarded_free() cannot free; for empty inputs take one guarded
- * byte and point just past it instead.
- */
-static void *gdup(const void *data, size_t n)
-{
-	if (!n)
-		return (char *)guarded_copy("", 1) + 1;
-	return guarded_copy(data, n);
-}
-
-static void gfree(const void *p, size_t n)
-{
-	guarded_free((char *)p - (n ? 0 : 1));
-}
-
 /* Append v as a delta size varint (little-endian base 128). */
 static void put_varint(struct buf *b, uint64_t v)
 {
@@ -89,8 +72,8 @@ static void put_copy(struct buf *d, uint32_t off, uint32_t len)
 static int apply(const void *base, size_t base_len, const void *delta,
 		 size_t delta_len, struct buf *out)
 {
-	void *gb = gdup(base, base_len);
-	void *gd = gdup(delta, delta_len);
+	void *gb = guarded_copy(base, base_len);
+	void *gd = guarded_copy(delta, delta_len);
 	int ret;
 
 	buf_reset(out);
@@ -102,8 +85,8 @@ static int apply(const void *base, size_t base_len, const void *delta,
 	} else {
 		CHECK_INT(out->buf[out->len], 0);
 	}
-	gfree(gb, base_len);
-	gfree(gd, delta_len);
+	guarded_free(gb);
+	guarded_free(gd);
 	return ret;
 }
 
@@ -125,11 +108,11 @@ static unsigned char pattern(size_t i)
 static int sizes(const void *bytes, size_t n, size_t *base, size_t *result,
 		 size_t *consumed)
 {
-	const unsigned char *g = gdup(bytes, n), *p = g;
+	const unsigned char *g = guarded_copy(bytes, n), *p = g;
 	int ret = delta_sizes(&p, g + n, base, result);
 
 	*consumed = (size_t)(p - g);
-	gfree(g, n);
+	guarded_free(g);
 	return ret;
 }
 

@@ -115,27 +115,11 @@ static struct entry *make_entries(const struct hash_algo *algo, uint32_t nr)
 	return e;
 }
 
-/*
- * guarded_copy() of 0 bytes returns the guard page itself, which
- * guarded_free() cannot free: an empty input is one guarded byte's end.
- */
-static void *gdup(const void *data, size_t n)
-{
-	if (!n)
-		return (char *)guarded_copy("", 1) + 1;
-	return guarded_copy(data, n);
-}
-
-static void gfree(const void *p, size_t n)
-{
-	guarded_free((char *)p - (n ? 0 : 1));
-}
-
-/* idx_parse on a guarded copy; *g gets the copy (free with gfree) */
+/* idx_parse on a guarded copy; *g gets the copy (free with guarded_free) */
 static int parse(struct idx *idx, const struct buf *b,
 		 const struct hash_algo *algo, void **g)
 {
-	*g = gdup(b->buf, b->len);
+	*g = guarded_copy(b->buf, b->len);
 	return idx_parse(idx, *g, b->len, algo, "test.idx");
 }
 
@@ -195,7 +179,7 @@ static void good_index(int version, const struct hash_algo *algo, uint32_t nr)
 	CHECK_INT(idx.nr_large, 0);
 	if (idx.nr == nr)
 		check_lookups(&idx, e, nr);
-	gfree(g, b.len);
+	guarded_free(g);
 	buf_release(&b);
 	free(e);
 }
@@ -246,7 +230,7 @@ TEST(empty_indexes)
 			CHECK_INT(idx.version, v);
 			CHECK_INT(idx_find(&idx, any, &pos), XL_ENOTFOUND);
 			CHECK_INT(pos, 0);
-			gfree(g, b.len);
+			guarded_free(g);
 			buf_release(&b);
 		}
 	}
@@ -275,7 +259,7 @@ TEST(v2_large_offsets)
 		CHECK_INT(idx.nr_large, 4);
 		if (idx.nr == 6)
 			check_lookups(&idx, e, 6);
-		gfree(g, b.len);
+		guarded_free(g);
 
 		/* nr-1 = 5 large offsets is the most a pack can need */
 		e[5].offset = (uint64_t)1 << 40;
@@ -284,7 +268,7 @@ TEST(v2_large_offsets)
 		CHECK_INT(idx.nr_large, 5);
 		if (idx.nr == 6)
 			check_lookups(&idx, e, 6);
-		gfree(g, b.len);
+		guarded_free(g);
 		buf_release(&b);
 		free(e);
 	}
@@ -308,17 +292,17 @@ TEST(too_short)
 
 		build_idx(&b, 1, algos[a], NULL, 0);
 		for (size_t i = 0; i < sizeof(lens1) / sizeof(lens1[0]); i++) {
-			CHECK_INT(idx_parse(&idx, g = gdup(b.buf, lens1[i]),
+			CHECK_INT(idx_parse(&idx, g = guarded_copy(b.buf, lens1[i]),
 					    lens1[i], algos[a], "t.idx"),
 				  XL_ECORRUPT);
-			gfree(g, lens1[i]);
+			guarded_free(g);
 		}
 		build_idx(&b, 2, algos[a], NULL, 0);
 		for (size_t i = 0; i < sizeof(lens2) / sizeof(lens2[0]); i++) {
-			CHECK_INT(idx_parse(&idx, g = gdup(b.buf, lens2[i]),
+			CHECK_INT(idx_parse(&idx, g = guarded_copy(b.buf, lens2[i]),
 					    lens2[i], algos[a], "t.idx"),
 				  XL_ECORRUPT);
-			gfree(g, lens2[i]);
+			guarded_free(g);
 		}
 		buf_release(&b);
 	}
@@ -330,7 +314,7 @@ TEST(too_short)
 
 		build_idx(&b, 2, &hash_sha1, NULL, 0);
 		CHECK_INT(parse(&idx, &b, &hash_sha256, &g), XL_ECORRUPT);
-		gfree(g, b.len);
+		guarded_free(g);
 		buf_release(&b);
 	}
 }
@@ -350,12 +334,12 @@ TEST(fanout_not_monotonic)
 			b.buf + fan + 4 * 0x81) + 1);
 		CHECK_INT(parse(&idx, &b, &hash_sha1, &g), XL_ECORRUPT);
 		CHECK(strstr(err_msg(), "test.idx") != NULL);
-		gfree(g, b.len);
+		guarded_free(g);
 		/* a decrease in the very last entry changes nr: also caught */
 		build_idx(&b, v, &hash_sha1, e, 20);
 		b.buf[fan + 4 * 0xff + 3] = 0;
 		CHECK_INT(parse(&idx, &b, &hash_sha1, &g), XL_ECORRUPT);
-		gfree(g, b.len);
+		guarded_free(g);
 		buf_release(&b);
 		free(e);
 	}
@@ -373,20 +357,20 @@ TEST(size_formula_v1)
 
 		build_idx(&b, 1, algos[a], e, 10);
 		/* one byte missing */
-		CHECK_INT(idx_parse(&idx, g = gdup(b.buf, b.len - 1),
+		CHECK_INT(idx_parse(&idx, g = guarded_copy(b.buf, b.len - 1),
 				    b.len - 1, algos[a], "t.idx"), XL_ECORRUPT);
-		gfree(g, b.len - 1);
+		guarded_free(g);
 		/* one byte extra, and one whole entry extra */
 		buf_add(&c, b.buf, b.len);
 		buf_addch(&c, 0);
 		CHECK_INT(parse(&idx, &c, algos[a], &g), XL_ECORRUPT);
-		gfree(g, c.len);
+		guarded_free(g);
 		buf_add(&c, b.buf, 4 + algos[a]->rawsz - 1);
 		CHECK_INT(parse(&idx, &c, algos[a], &g), XL_ECORRUPT);
-		gfree(g, c.len);
+		guarded_free(g);
 		/* an index of the other algorithm's size */
 		CHECK_INT(parse(&idx, &b, algos[!a], &g), XL_ECORRUPT);
-		gfree(g, b.len);
+		guarded_free(g);
 		buf_release(&b);
 		buf_release(&c);
 		free(e);
@@ -405,23 +389,23 @@ TEST(size_formula_v2)
 
 		build_idx(&b, 2, algos[a], e, 3);
 		/* one byte short */
-		CHECK_INT(idx_parse(&idx, g = gdup(b.buf, b.len - 1),
+		CHECK_INT(idx_parse(&idx, g = guarded_copy(b.buf, b.len - 1),
 				    b.len - 1, algos[a], "t.idx"), XL_ECORRUPT);
-		gfree(g, b.len - 1);
+		guarded_free(g);
 		/* 4 extra bytes: not a whole large offset */
 		buf_add(&c, b.buf, b.len);
 		buf_add(&c, "\0\0\0\0", 4);
 		CHECK_INT(parse(&idx, &c, algos[a], &g), XL_ECORRUPT);
-		gfree(g, c.len);
+		guarded_free(g);
 		/* 2 * 8 extra: nr-1 large offsets is allowed */
 		buf_add(&c, "\0\0\0\0\0\0\0\0\0\0\0\0", 12);
 		CHECK_INT(parse(&idx, &c, algos[a], &g), 0);
 		CHECK_INT(idx.nr_large, 2);
-		gfree(g, c.len);
+		guarded_free(g);
 		/* 3 * 8 extra: more large offsets than a pack can need */
 		buf_add(&c, "\0\0\0\0\0\0\0\0", 8);
 		CHECK_INT(parse(&idx, &c, algos[a], &g), XL_ECORRUPT);
-		gfree(g, c.len);
+		guarded_free(g);
 		buf_release(&b);
 		buf_release(&c);
 		free(e);
@@ -435,7 +419,7 @@ TEST(size_formula_v2)
 		build_idx(&b, 2, &hash_sha256, NULL, 0);
 		buf_add(&b, "\0\0\0\0\0\0\0\0", 8);
 		CHECK_INT(parse(&idx, &b, &hash_sha256, &g), XL_ECORRUPT);
-		gfree(g, b.len);
+		guarded_free(g);
 		buf_release(&b);
 	}
 }
@@ -476,7 +460,7 @@ TEST(large_offset_index_out_of_range)
 		} else {
 			CHECK_INT(ret, XL_ECORRUPT);
 		}
-		gfree(g, b.len);
+		guarded_free(g);
 		/* far out of range: 0x7fffffff */
 		build_idx(&b, 2, algo, e, 4);
 		memcpy(b.buf + offsets + 8, "\xff\xff\xff\xff", 4);
@@ -485,7 +469,7 @@ TEST(large_offset_index_out_of_range)
 			CHECK_INT(idx_offset(&idx, 2, &off), XL_ECORRUPT);
 		else
 			CHECK_INT(ret, XL_ECORRUPT);
-		gfree(g, b.len);
+		guarded_free(g);
 		/* a large index into a table that is empty */
 		e[1].offset = 20;
 		e[2].offset = 30;
@@ -498,7 +482,7 @@ TEST(large_offset_index_out_of_range)
 		} else {
 			CHECK_INT(ret, XL_ECORRUPT);
 		}
-		gfree(g, b.len);
+		guarded_free(g);
 		buf_release(&b);
 		free(e);
 	}
@@ -520,11 +504,11 @@ TEST(unsupported_versions)
 		b.buf[6] = (char)(versions[i] >> 8);
 		b.buf[7] = (char)versions[i];
 		CHECK_INT(parse(&idx, &b, &hash_sha256, &g), XL_EUNSUPPORTED);
-		gfree(g, b.len);
+		guarded_free(g);
 		/* the header alone is enough to tell */
-		CHECK_INT(idx_parse(&idx, g = gdup(b.buf, 8), 8, &hash_sha256,
+		CHECK_INT(idx_parse(&idx, g = guarded_copy(b.buf, 8), 8, &hash_sha256,
 				    "t.idx"), XL_EUNSUPPORTED);
-		gfree(g, 8);
+		guarded_free(g);
 		buf_release(&b);
 		free(e);
 	}

@@ -14,34 +14,18 @@
 
 /* ---- loose_parse_header --------------------------------------------- */
 
-/*
- * guarded_copy() of 0 bytes returns the guard page itself, which
- * guarded_free() cannot free: an empty input is one guarded byte's end.
- */
-static void *gdup(const void *data, size_t n)
-{
-	if (!n)
-		return (char *)guarded_copy("", 1) + 1;
-	return guarded_copy(data, n);
-}
-
-static void gfree(const void *p, size_t n)
-{
-	guarded_free((char *)p - (n ? 0 : 1));
-}
-
 /* Parse the first n bytes of s from a guarded copy. */
 static int hdr(const char *s, size_t n, enum obj_type *type, size_t *size,
 	       size_t *hdr_len)
 {
-	void *g = gdup(s, n);
+	void *g = guarded_copy(s, n);
 	int ret;
 
 	*type = OBJ_NONE;
 	*size = 424242;
 	*hdr_len = 424242;
 	ret = loose_parse_header(g, n, type, size, hdr_len);
-	gfree(g, n);
+	guarded_free(g);
 	return ret;
 }
 

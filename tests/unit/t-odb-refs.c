@@ -18,22 +18,6 @@
 
 /* ---- helpers -------------------------------------------------------- */
 
-/*
- * guarded_copy() of 0 bytes returns the guard page itself, which
- * guarded_free() cannot free: an empty input is one guarded byte's end.
- */
-static void *gdup(const void *data, size_t n)
-{
-	if (!n)
-		return (char *)guarded_copy("", 1) + 1;
-	return guarded_copy(data, n);
-}
-
-static void gfree(const void *p, size_t n)
-{
-	guarded_free((char *)p - (n ? 0 : 1));
-}
-
 /* A fake object name: hexsz copies of the hex digit for n (1..15). */
 static const char *fake_hex(const struct hash_algo *algo, int n)
 {
@@ -64,12 +48,12 @@ static int parse_packed(const char *text, const struct hash_algo *algo,
 			struct ref_array *arr)
 {
 	size_t len = strlen(text);
-	char *g = gdup(text, len);
+	char *g = guarded_copy(text, len);
 	int ret;
 
 	memset(arr, 0, sizeof(*arr));
 	ret = packed_refs_parse(g, len, algo, "packed-refs", arr);
-	gfree(g, len);
+	guarded_free(g);
 	return ret;
 }
 
