@@ -1,6 +1,6 @@
 # xlatefs: build, test, benchmark, install.
 #
-#   make                 libxlatefs.a, ./git-xlate (and ./xlatefs once fs/ lands)
+#   make                 libxlatefs.a, ./git-xlate, ./xlatefs
 #   make check           unit, oracle and corruption tests; ends "N passed, N failed"
 #   make check SANITIZE=1    the same under AddressSanitizer + UBSan
 #   make bench           speed against stock git, side by side
@@ -41,21 +41,25 @@ endif
 
 PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS))
 PKG_LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS))
+FUSE_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(FUSE_PKG))
+FUSE_LIBS := $(shell $(PKG_CONFIG) --libs $(FUSE_PKG))
 ALL_CFLAGS = $(BASE_CFLAGS) $(PKG_CFLAGS) $(CFLAGS)
 ALL_LDFLAGS = -pthread $(SAN_LDFLAGS) $(LDFLAGS)
 
 LIB = libxlatefs.a
 LIB_SRCS = $(wildcard odb/*.c cache/*.c) $(filter-out $(CLI_SRCS),$(wildcard xlate/*.c))
 CLI_SRCS = xlate/main.c xlate/cat-file.c $(wildcard xlate/cmd-*.c)
+FS_SRCS = $(wildcard fs/*.c)
 UNIT_SRCS = $(wildcard tests/unit/t-*.c)
 UNIT_BINS = $(UNIT_SRCS:.c=)
 HARNESS_OBJ = tests/unit/harness.o
 
 LIB_OBJS = $(LIB_SRCS:.c=.o)
 CLI_OBJS = $(CLI_SRCS:.c=.o)
-ALL_OBJS = $(LIB_OBJS) $(CLI_OBJS) $(HARNESS_OBJ) $(UNIT_SRCS:.c=.o)
+FS_OBJS = $(FS_SRCS:.c=.o)
+ALL_OBJS = $(LIB_OBJS) $(CLI_OBJS) $(FS_OBJS) $(HARNESS_OBJ) $(UNIT_SRCS:.c=.o)
 
-PROGRAMS = git-xlate
+PROGRAMS = git-xlate xlatefs
 
 ifneq ($(V),1)
 QUIET_CC = @echo '   ' CC $@;
@@ -72,11 +76,18 @@ all: $(PROGRAMS)
 %.o: %.c .build-flags
 	$(QUIET_CC)$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
+# only fs/ sees libfuse's headers: nothing below it knows of FUSE
+fs/%.o: fs/%.c .build-flags
+	$(QUIET_CC)$(CC) $(ALL_CFLAGS) $(FUSE_CFLAGS) -c -o $@ $<
+
 $(LIB): $(LIB_OBJS)
 	$(QUIET_AR)$(RM) $@ && $(AR) rcs $@ $^
 
 git-xlate: $(CLI_OBJS) $(LIB)
 	$(QUIET_LINK)$(CC) $(ALL_LDFLAGS) -o $@ $(CLI_OBJS) $(LIB) $(PKG_LIBS)
+
+xlatefs: $(FS_OBJS) $(LIB)
+	$(QUIET_LINK)$(CC) $(ALL_LDFLAGS) -o $@ $(FS_OBJS) $(LIB) $(FUSE_LIBS) $(PKG_LIBS)
 
 tests/unit/t-%: tests/unit/t-%.o $(HARNESS_OBJ) $(LIB)
 	$(QUIET_LINK)$(CC) $(ALL_LDFLAGS) -o $@ $< $(HARNESS_OBJ) $(LIB) $(PKG_LIBS)

@@ -87,6 +87,10 @@ const char *const cache_stmt_sql[ST__COUNT] = {
 				   "WHERE sha1 IS NULL ORDER BY sha256",
 	[ST_EACH_GITLINK] = "SELECT tree, path, commit256, commit1 "
 			    "FROM gitlinks ORDER BY tree, path",
+	[ST_EACH_RANGE] = "SELECT " OBJECT_COLUMNS " FROM objects "
+			  "WHERE sha256 BETWEEN ?1 AND ?2 ORDER BY sha256",
+	[ST_EACH_RANGE1] = "SELECT " OBJECT_COLUMNS_BY_SHA1 " FROM objects AS o "
+			   "WHERE sha1 BETWEEN ?1 AND ?2 ORDER BY sha1",
 	/*
 	 * IMMEDIATE takes the write lock now (waiting out the busy timeout
 	 * for another writer), so a batch never fails halfway with BUSY
@@ -406,31 +410,29 @@ int cache_get_by_sha1(struct cache *cache, const struct oid *sha1,
 	return get(cache, ST_GET1, sha1, out);
 }
 
-int cache_resolve_prefix(struct cache *cache, const struct hash_algo *algo,
-			 const char *hex, size_t len, struct cache_object *out)
+/*
+ * The statement (of `range` for primary names, `range1` for SHA-1 ones)
+ * and the bounds of every name of `algo` that starts with `hex`: the
+ * prefix padded with 0x0 nibbles and padded with 0xf nibbles (an odd
+ * last digit fills the high nibble of its byte).
+ */
+static int prefix_range(struct cache *cache, const struct hash_algo *algo,
+			const char *hex, size_t len, size_t min_len,
+			enum cache_stmt range, enum cache_stmt range1,
+			enum cache_stmt *which, unsigned char *lo,
+			unsigned char *hi)
 {
-	unsigned char lo[OID_RAWSZ_MAX], hi[OID_RAWSZ_MAX];
-	enum cache_stmt which;
-	sqlite3_stmt *st;
-	int ret;
-
-	memset(out, 0, sizeof(*out));
 	if (algo == cache->algo)
-		which = ST_RANGE;
+		*which = range;
 	else if (algo == &hash_sha1)
-		which = ST_RANGE1;
+		*which = range1;
 	else
 		return err_set(XL_EINVALID, "cache %s: no %s names stored",
 			       cache->path, algo ? algo->name : "(null)");
-	if (len < 4 || len > algo->hexsz)
+	if (len < min_len || len > algo->hexsz)
 		return err_set(XL_EINVALID, "abbreviated %s name of %zu hex "
-			       "digits (want 4 to %zu)", algo->name, len,
-			       algo->hexsz);
-	/*
-	 * Every name with this prefix lies between the prefix padded with
-	 * 0x0 nibbles and the prefix padded with 0xf nibbles; an odd last
-	 * digit fills the high nibble of its byte.
-	 */
+			       "digits (want %zu to %zu)", algo->name, len,
+			       min_len, algo->hexsz);
 	memset(lo, 0x00, algo->rawsz);
 	memset(hi, 0xff, algo->rawsz);
 	for (size_t i = 0; i < len; i++) {
@@ -447,6 +449,21 @@ int cache_resolve_prefix(struct cache *cache, const struct hash_algo *algo,
 			hi[i / 2] = (unsigned char)(v << 4 | 0x0f);
 		}
 	}
+	return 0;
+}
+
+int cache_resolve_prefix(struct cache *cache, const struct hash_algo *algo,
+			 const char *hex, size_t len, struct cache_object *out)
+{
+	unsigned char lo[OID_RAWSZ_MAX], hi[OID_RAWSZ_MAX];
+	enum cache_stmt which;
+	sqlite3_stmt *st;
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	if ((ret = prefix_range(cache, algo, hex, len, 4, ST_RANGE, ST_RANGE1,
+				&which, lo, hi)))
+		return ret;
 
 	if ((ret = lock(cache)))
 		return ret;
@@ -747,6 +764,46 @@ int cache_for_each(struct cache *cache, int untranslatable_only,
 	while ((ret = step(cache, st, "walking objects")) == SQLITE_ROW) {
 		if ((ret = row_object(cache, st, &obj)) ||
 		    (ret = fn(&obj, data)))
+			break;
+	}
+	if (ret == SQLITE_DONE)
+		ret = 0;
+	sqlite3_reset(st);
+	unlock(cache);
+	return ret;
+}
+
+int cache_for_each_prefix(struct cache *cache, const struct hash_algo *algo,
+			  const char *hex, size_t len, cache_each_fn fn,
+			  void *data)
+{
+	unsigned char lo[OID_RAWSZ_MAX], hi[OID_RAWSZ_MAX];
+	enum cache_stmt which;
+	struct cache_object obj;
+	sqlite3_stmt *st;
+	int ret;
+
+	if ((ret = prefix_range(cache, algo, hex, len, 0, ST_EACH_RANGE,
+				ST_EACH_RANGE1, &which, lo, hi)))
+		return ret;
+	if ((ret = lock(cache)))
+		return ret;
+	st = cache->stmt[which];
+	sqlite3_bind_blob(st, 1, lo, (int)algo->rawsz, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 2, hi, (int)algo->rawsz, SQLITE_STATIC);
+	while ((ret = step(cache, st, "walking a name range")) == SQLITE_ROW) {
+		const struct oid *key;
+
+		if ((ret = row_object(cache, st, &obj)))
+			break;
+		key = which == ST_EACH_RANGE ? &obj.sha256 : &obj.sha1;
+		if (key->algo != algo || memcmp(key->hash, lo, algo->rawsz) < 0 ||
+		    memcmp(key->hash, hi, algo->rawsz) > 0) {
+			ret = ERR_CORRUPT("cache %s: a row outside the range "
+					  "asked for", cache->path);
+			break;
+		}
+		if ((ret = fn(&obj, data)))
 			break;
 	}
 	if (ret == SQLITE_DONE)

@@ -179,6 +179,17 @@ int cache_for_each(struct cache *cache, int untranslatable_only,
 		   cache_each_fn fn, void *data);
 
 /*
+ * The objects whose name in `algo` (the cache's own, or SHA-1) starts
+ * with the `len` hex digits at `hex` (0..hexsz; 2 lists one fan-out
+ * directory), in that name's order, under the same rules as
+ * cache_for_each().  Untranslatable objects have no SHA-1 name to list.
+ * Returns 0, XL_EINVALID, XL_EIO, XL_ECORRUPT or fn's return.
+ */
+int cache_for_each_prefix(struct cache *cache, const struct hash_algo *algo,
+			  const char *hex, size_t len, cache_each_fn fn,
+			  void *data);
+
+/*
  * The other name recorded for a gitlink target (a commit of another
  * repository, named by the submodule map the build used): given its
  * SHA-256 name, its SHA-1 name, and the other way round (by `in`'s

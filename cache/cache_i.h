@@ -54,6 +54,8 @@ enum cache_stmt {
 	ST_EACH,
 	ST_EACH_UNTRANSLATABLE,
 	ST_EACH_GITLINK,
+	ST_EACH_RANGE,		/* primary names in a range, in order */
+	ST_EACH_RANGE1,		/* SHA-1 names in a range, in order */
 	ST_BEGIN,
 	ST_COMMIT,
 	ST_ROLLBACK,

@@ -74,53 +74,13 @@ static void warn_cb(void *data, const char *message)
 	cli_error(0, "warning: %s", message);
 }
 
-/* ---- the progress bar ----------------------------------------------- */
-
-struct progress {
-	double start, last;
-	int shown;
-};
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* "Translating objects:  45% (58000/130037), 120000/s, ETA 1s", redrawn in place */
-static void progress_cb(void *data, uint64_t done, uint64_t total)
-{
-	struct progress *p = data;
-	double t = now(), rate;
-
-	if (!total || (t - p->last < 0.1 && done < total))
-		return;
-	if (!p->shown && done == total && t - p->start < 0.5)
-		return;	/* too quick to be worth a bar */
-	p->last = t;
-	p->shown = 1;
-	rate = t > p->start ? (double)done / (t - p->start) : 0;
-	fprintf(stderr, "\rTranslating objects: %3d%% (%llu/%llu), %.0f/s",
-		(int)(100 * done / total), (unsigned long long)done,
-		(unsigned long long)total, rate);
-	if (done == total)
-		fputs(", done.      ", stderr);
-	else if (rate > 0)
-		fprintf(stderr, ", ETA %.0fs   ", (double)(total - done) / rate);
-	else
-		fputs("            ", stderr);
-	fflush(stderr);
-}
-
 int cli_build(struct cli *cli, struct xlate_build_stats *stats)
 {
-	struct progress p = { now(), 0, 0 };
+	struct xlate_progress p;
 	struct xlate_build_opts opts = {
 		.unknown_headers = cli->unknown_headers,
 		.submodule_map = cli->submodule_map,
-		.progress = isatty(2) ? progress_cb : NULL,
+		.progress = isatty(2) ? xlate_progress_cb : NULL,
 		.progress_data = &p,
 	};
 	struct buf path = BUF_INIT;
@@ -141,9 +101,9 @@ int cli_build(struct cli *cli, struct xlate_build_stats *stats)
 		if (ret)
 			return ret;
 	}
+	xlate_progress_init(&p, stderr);
 	ret = xlate_build(cli->repo, cli->cache, &opts, stats);
-	if (p.shown)
-		fputc('\n', stderr);
+	xlate_progress_end(&p);
 	if (!ret)
 		cli->built = 1;
 	return ret;

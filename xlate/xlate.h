@@ -136,6 +136,22 @@ int xlate_build(struct repo *repo, struct cache *cache,
 		struct xlate_build_stats *stats);
 
 /*
+ * A progress bar for a build on a terminal: "Translating objects:  45%
+ * (58000/130037), 120000/s, ETA 1s", redrawn in place at most ten times
+ * a second, and not at all for a build done within half a second.  Pass
+ * xlate_progress_cb with the struct as opts->progress(_data);
+ * xlate_progress_end() ends the line if one was drawn.
+ */
+struct xlate_progress {
+	FILE *out;
+	double start, last;
+	int shown;
+};
+void xlate_progress_init(struct xlate_progress *p, FILE *out);
+void xlate_progress_cb(void *data, uint64_t done, uint64_t total);
+void xlate_progress_end(struct xlate_progress *p);
+
+/*
  * The settings text a cache built with these options records (see
  * cache_check_settings): the unknown-header policy and a digest of the
  * submodule map's pairs.  Returns 0 or an error reading the map.

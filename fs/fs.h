@@ -1,0 +1,294 @@
+/*
+ * fs.h: the xlatefs daemon, shared by the files of fs/ (and nothing else).
+ *
+ * fs/ is the top of the project: a libfuse3 low-level file system over
+ * odb/ (the repository), cache/ (the name mapping) and xlate/ (the
+ * conversion).  The layout it serves is the contract in DESIGN.md §2:
+ *
+ *   README, status
+ *   sha1/, sha256/              a bare Git directory per algorithm: HEAD,
+ *                               config, packed-refs, refs/, objects/XX/...
+ *                               (Git's loose format), objects/info, pack
+ *   objects-sha1/, objects-sha256/   XX/YYYY... holding the raw forms
+ *
+ * Where things are:
+ *   main.c      options, the first (foreground) build, mounting, signals
+ *   node.c      inode numbers and what each one is
+ *   ops.c       the FUSE operations
+ *   object.c    object files: sizes, zlib framing, streaming big blobs
+ *   refsnap.c   the refs as each view shows them (HEAD, packed-refs,
+ *               symbolic refs), snapshotted and refreshed every second
+ *   text.c      README, status, config
+ *   updater.c   the thread that keeps the cache up to date
+ *
+ * Threads: FUSE requests run on libfuse's worker threads.  They share
+ * one struct xfs; what changes after start-up is guarded by the lock
+ * named beside it.  Each worker picks a sqlite connection from a pool
+ * (a connection serves one thread at a time); the updater has its own
+ * connection for writing.  No request waits for the updater's build.
+ */
+#ifndef XLATEFS_FS_H
+#define XLATEFS_FS_H
+
+#define FUSE_USE_VERSION 312
+
+#include "../odb/odb.h"
+#include "../cache/cache.h"
+#include "../xlate/xlate.h"
+
+#include <fuse_lowlevel.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/stat.h>
+
+/* How long the kernel may keep what we said (seconds). */
+#define XFS_TTL_IMMUTABLE 86400.0	/* object files, fixed directories */
+#define XFS_TTL_LIVE 1.0		/* names of refs, HEAD, status */
+#define XFS_REFS_MAX_AGE 1.0		/* a refs snapshot is redone after this */
+#define XFS_POLL_INTERVAL_MS 1000	/* the updater looks for new objects */
+
+/*
+ * Objects up to this size are made whole when opened; a bigger blob is
+ * streamed from the repository (its SHA-1 form is the same bytes), so a
+ * reader of a 4 GiB file costs a fixed amount of memory.
+ */
+#define XFS_STREAM_MIN (8u << 20)
+
+/* ---- views -------------------------------------------------------------- */
+
+/* The two Git directories. */
+enum xfs_git { XFS_GIT1, XFS_GIT256, XFS_GIT__COUNT };
+
+/* The four object directories. */
+enum xfs_view {
+	XFS_LOOSE1,	/* sha1/objects: Git's loose format */
+	XFS_LOOSE256,	/* sha256/objects */
+	XFS_RAW1,	/* objects-sha1: the raw SHA-1 form */
+	XFS_RAW256,	/* objects-sha256: the raw stored form */
+	XFS_VIEW__COUNT
+};
+
+static inline const struct hash_algo *view_algo(enum xfs_view v)
+{
+	return v == XFS_LOOSE1 || v == XFS_RAW1 ? &hash_sha1 : &hash_sha256;
+}
+
+static inline int view_is_loose(enum xfs_view v)
+{
+	return v == XFS_LOOSE1 || v == XFS_LOOSE256;
+}
+
+/* ---- the refs as a view shows them (refsnap.c) ---------------------------- */
+
+struct symref_file {
+	char *path;		/* "refs/remotes/origin/HEAD" */
+	char *content;		/* "ref: refs/remotes/origin/main\n" */
+	size_t len;
+};
+
+struct refsnap_view {
+	struct buf head;		/* the HEAD file */
+	struct buf packed_refs;		/* the packed-refs file */
+	struct symref_file *symrefs;	/* sorted by path */
+	size_t nr_symrefs, alloc_symrefs;
+	uint64_t hidden;		/* refs left out: no name in this view */
+};
+
+struct refsnap {
+	atomic_int refcount;
+	double made;			/* monotonic seconds */
+	struct refsnap_view view[XFS_GIT__COUNT];
+};
+
+struct xfs;
+/* The current snapshot (made anew if older than XFS_REFS_MAX_AGE); put it back. */
+struct refsnap *refsnap_get(struct xfs *xfs);
+void refsnap_put(struct refsnap *snap);
+/* A symbolic ref file at `path`, or NULL. */
+const struct symref_file *refsnap_find(const struct refsnap_view *v,
+				       const char *path);
+/* 1 if some symbolic ref lives below the directory `path`. */
+int refsnap_has_dir(const struct refsnap_view *v, const char *path);
+
+/* ---- status (updater.c) --------------------------------------------------- */
+
+enum xfs_state { XFS_BUILDING, XFS_READY, XFS_ERROR };
+
+struct xfs_status {
+	enum xfs_state state;
+	uint64_t objects;		/* in the repository, as last counted */
+	uint64_t translated;
+	uint64_t untranslatable;
+	uint64_t pending;		/* still to name in the running build */
+	double rate;			/* objects/s of the running build */
+	double build_started;
+	uint64_t builds;		/* builds finished since mounting */
+	double last_update;		/* when the cache last caught up (epoch s) */
+	char error[256];		/* the last build's failure, or "" */
+};
+
+/* ---- the file system -------------------------------------------------------- */
+
+struct node_table;
+
+struct xfs {
+	/* set up before mounting, then read-only */
+	struct repo *repo;
+	char *repo_path;		/* as given, made absolute */
+	char *cache_path;
+	char *submodule_map;
+	enum xlate_unknown unknown_headers;
+	int background;
+	int foreground, debug;		/* -f, -d: log to stderr */
+	uid_t uid;
+	gid_t gid;
+	time_t mounted;			/* the times every file shows */
+	struct buf readme;
+	struct buf config[XFS_GIT__COUNT];
+
+	/* sqlite connections for readers; each has its own lock inside */
+	struct cache **readers;
+	unsigned nr_readers;
+	atomic_uint next_reader;
+	struct cache *writer;		/* the updater's */
+
+	struct node_table *nodes;	/* node.c; has its own lock */
+
+	pthread_mutex_t snap_lock;	/* guards snap, snap_busy */
+	struct refsnap *snap;
+	int snap_busy;
+
+	pthread_mutex_t status_lock;	/* guards status */
+	struct xfs_status status;
+
+	pthread_mutex_t updater_lock;	/* guards stop; updater_cond with it */
+	pthread_cond_t updater_cond;
+	int stop;
+	pthread_t updater;
+	int updater_started;
+};
+
+/* A reader connection for this request (round robin over the pool). */
+struct cache *xfs_cache(struct xfs *xfs);
+
+/* A line in the log: stderr with -f/-d, syslog otherwise. */
+void xfs_log(struct xfs *xfs, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+double xfs_now(void);		/* monotonic seconds */
+
+/* ---- inodes (node.c) -------------------------------------------------------- */
+
+enum node_kind {
+	NODE_DIR,		/* a fixed directory (enum dir_kind says which) */
+	NODE_TEXT,		/* README, status, HEAD, config, packed-refs */
+	NODE_FANOUT,		/* objects/XX in one of the four views */
+	NODE_OBJECT,		/* an object file */
+	NODE_REFDIR,		/* a directory under refs/ */
+	NODE_SYMREF,		/* a symbolic ref's loose file */
+};
+
+enum dir_kind {
+	DIR_ROOT,
+	DIR_GIT,		/* sha1/, sha256/ */
+	DIR_OBJECTS,		/* sha1/objects, ..., objects-sha256: 256 fan-outs */
+	DIR_EMPTY,		/* objects/info, objects/pack */
+};
+
+/* What a generated text file is. */
+enum text_kind { TEXT_README, TEXT_STATUS, TEXT_HEAD, TEXT_CONFIG, TEXT_PACKED_REFS };
+
+struct node {
+	fuse_ino_t ino;
+	enum node_kind kind;
+	enum dir_kind dir;		/* DIR */
+	enum xfs_git git;		/* DIR_GIT, TEXT (HEAD...), REFDIR, SYMREF */
+	enum text_kind text;		/* TEXT */
+	enum xfs_view view;		/* DIR_OBJECTS, FANOUT, OBJECT */
+	unsigned fanout;		/* FANOUT: the first byte */
+	const char *path;		/* REFDIR, SYMREF: "refs/..." (interned) */
+	/* OBJECT */
+	struct oid name;		/* in the view's algorithm */
+	struct oid sha256;		/* the stored object */
+	struct oid sha1;		/* null algo if none (untranslatable) */
+	enum obj_type type;
+	uint64_t size;			/* of the view's form */
+	uint64_t nlookup;		/* kernel references (node_table lock) */
+};
+
+/* The inode number of an object file (before any collision probing). */
+fuse_ino_t object_ino(enum xfs_view view, const struct oid *name);
+
+int node_table_new(struct node_table **out);
+void node_table_free(struct node_table *t);
+
+/*
+ * The node for `ino`, copied into *out (nodes may go away when the
+ * kernel forgets them, so callers keep a copy).  Returns 0 or ENOENT.
+ */
+int node_get(struct xfs *xfs, fuse_ino_t ino, struct node *out);
+
+/*
+ * Look `name` up in directory `parent`: fill *out (ino and all) and
+ * count one kernel reference.  Returns 0 or an errno value.
+ */
+int node_lookup(struct xfs *xfs, fuse_ino_t parent, const char *name,
+		struct node *out);
+void node_forget(struct xfs *xfs, fuse_ino_t ino, uint64_t nlookup);
+
+/* Attributes of a node (size from the cache or the snapshot, never content). */
+void node_stat(struct xfs *xfs, const struct node *n, struct stat *st);
+/* How long the kernel may keep this node's name, and its attributes. */
+double node_entry_ttl(const struct node *n);
+double node_attr_ttl(const struct node *n);
+
+/* One directory entry, as readdir gives it. */
+struct dirent_rec {
+	char *name;
+	fuse_ino_t ino;
+	mode_t mode;
+};
+
+struct dir_listing {
+	struct dirent_rec *ents;
+	size_t nr, alloc;
+};
+
+/* Everything in directory `dir` (with "." and ".."); 0 or an errno value. */
+int node_list(struct xfs *xfs, const struct node *dir, struct dir_listing *out);
+void dir_listing_free(struct dir_listing *l);
+
+/* ---- object files (object.c) -------------------------------------------------- */
+
+/* Bytes of `payload` bytes framed as zlib stored blocks (Git's loose format). */
+uint64_t loose_file_size(uint64_t payload);
+/* The header Git writes before an object's content: "blob 12\0"; returns its length. */
+size_t loose_header(char *buf, enum obj_type type, uint64_t size);
+
+struct objfile;
+/* Open the content of object node `n`; returns 0 or an errno value (logged). */
+int objfile_open(struct xfs *xfs, const struct node *n, struct objfile **out);
+/* Read up to `len` bytes at `off` into `dst`; *got bytes; 0 or an errno value. */
+int objfile_read(struct xfs *xfs, struct objfile *f, uint64_t off, char *dst,
+		 size_t len, size_t *got);
+void objfile_close(struct objfile *f);
+
+/* ---- generated text (text.c) ---------------------------------------------------- */
+
+int text_readme(struct xfs *xfs, struct buf *out);
+int text_config(enum xfs_git git, struct buf *out);
+int text_status(struct xfs *xfs, struct buf *out);
+/* The content of a TEXT or SYMREF node now (snapshotted files included). */
+int text_content(struct xfs *xfs, const struct node *n, struct buf *out);
+
+/* ---- the updater (updater.c) ------------------------------------------------------ */
+
+/* Bring the cache up to date once; progress to stderr when `tty`. */
+int updater_build(struct xfs *xfs, int tty);
+int updater_start(struct xfs *xfs);
+void updater_stop(struct xfs *xfs);
+
+/* The operations table (ops.c). */
+extern const struct fuse_lowlevel_ops xfs_ops;
+
+#endif

@@ -1,0 +1,359 @@
+/*
+ * main.c: xlatefs, the daemon.
+ *
+ *   xlatefs [-f] [-d] [-o OPTIONS] REPO MOUNTPOINT
+ *
+ * Start-up, in this order because of fork: fuse_daemonize() forks, and
+ * neither threads nor sqlite connections may cross a fork.  So the
+ * repository is opened and (unless -o background) the cache brought up
+ * to date in the foreground, with a progress bar on a terminal; that
+ * connection is closed; the file system is mounted and the process
+ * detaches; only then are the sqlite connections opened and the updater
+ * thread started.  SIGTERM, SIGINT and SIGHUP end the loop (libfuse's
+ * handlers), and the mount is taken down on the way out, as with
+ * `fusermount3 -u`.
+ */
+#include "fs.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+
+struct options {
+	char *repo;
+	char *cache;
+	char *submodule_map;
+	char *unknown_headers;
+	int background;
+	int help, version;
+};
+
+#define OPT(t, p) { t, offsetof(struct options, p), 1 }
+static const struct fuse_opt option_spec[] = {
+	OPT("cache=%s", cache),
+	OPT("submodule_map=%s", submodule_map),
+	OPT("unknown_headers=%s", unknown_headers),
+	OPT("background", background),
+	OPT("-h", help),
+	OPT("--help", help),
+	OPT("-V", version),
+	OPT("--version", version),
+	FUSE_OPT_END
+};
+
+static const char usage_text[] =
+	"usage: xlatefs [-f] [-d] [-o OPTIONS] REPO MOUNTPOINT\n"
+	"\n"
+	"Mount the SHA-256 Git repository REPO read-only at MOUNTPOINT, as\n"
+	"itself (MOUNTPOINT/sha256) and as the SHA-1 repository it would be\n"
+	"(MOUNTPOINT/sha1).  Unmount with: fusermount3 -u MOUNTPOINT\n"
+	"\n"
+	"xlatefs options:\n"
+	"    -o cache=FILE              the translation cache (default: beside the repository)\n"
+	"    -o submodule_map=FILE      SHA-1 names of submodule commits (gitlinks)\n"
+	"    -o unknown_headers=fail|copy   commits with unknown headers (default fail)\n"
+	"    -o background              mount at once and translate in the background\n"
+	"    -f                         stay in the foreground (log to stderr)\n"
+	"    -d                         debug: foreground, and FUSE's own trace\n"
+	"\n"
+	"See xlatefs(1).\n";
+
+/* The first non-option argument is the repository; the mount point goes on to libfuse. */
+static int option_proc(void *data, const char *arg, int key,
+		       struct fuse_args *outargs)
+{
+	struct options *o = data;
+
+	if (key == FUSE_OPT_KEY_NONOPT && !o->repo) {
+		o->repo = strdup(arg);
+		return 0;
+	}
+	return 1;
+}
+
+/* ---- shared helpers ------------------------------------------------------ */
+
+double xfs_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Where log lines go: set once before any thread starts. */
+static int log_to_stderr = 1;
+
+void xfs_log(struct xfs *xfs, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (log_to_stderr) {
+		fputs("xlatefs: ", stderr);
+		vfprintf(stderr, fmt, ap);
+		fputc('\n', stderr);
+	} else {
+		vsyslog(LOG_WARNING, fmt, ap);
+	}
+	va_end(ap);
+}
+
+struct cache *xfs_cache(struct xfs *xfs)
+{
+	unsigned i = atomic_fetch_add(&xfs->next_reader, 1);
+
+	return xfs->readers[i % xfs->nr_readers];
+}
+
+static void warn_cb(void *data, const char *message)
+{
+	xfs_log(data, "warning: %s", message);
+}
+
+/* ---- start and stop -------------------------------------------------------- */
+
+static int open_caches(struct xfs *xfs)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	int ret;
+
+	if ((ret = cache_open(&xfs->writer, xfs->cache_path, repo_algo(xfs->repo),
+			      0, warn_cb, xfs)))
+		return ret;
+	/* enough that workers rarely wait for each other's connection */
+	xfs->nr_readers = cpus > 2 ? 2 * (unsigned)cpus : 4;
+	if (xfs->nr_readers > 32)
+		xfs->nr_readers = 32;
+	if (!(xfs->readers = calloc(xfs->nr_readers, sizeof(*xfs->readers))))
+		return err_set(XL_ENOMEM, "out of memory");
+	for (unsigned i = 0; i < xfs->nr_readers; i++)
+		if ((ret = cache_open(&xfs->readers[i], xfs->cache_path,
+				      repo_algo(xfs->repo), 0, warn_cb, xfs)))
+			return ret;
+	return 0;
+}
+
+static void close_caches(struct xfs *xfs)
+{
+	for (unsigned i = 0; xfs->readers && i < xfs->nr_readers; i++)
+		cache_close(xfs->readers[i]);
+	free(xfs->readers);
+	xfs->readers = NULL;
+	cache_close(xfs->writer);
+	xfs->writer = NULL;
+}
+
+static int setup(struct xfs *xfs, struct options *o)
+{
+	char real[PATH_MAX];
+	struct buf path = BUF_INIT;
+	int ret;
+
+	if (!realpath(o->repo, real))
+		return err_errno("%s", o->repo);
+	if (!(xfs->repo_path = strdup(real)))
+		return err_set(XL_ENOMEM, "out of memory");
+	if ((ret = repo_open(&xfs->repo, xfs->repo_path)))
+		return ret;
+	if (repo_algo(xfs->repo) != &hash_sha256)
+		return err_set(XL_EUNSUPPORTED, "%s is a %s repository; xlatefs "
+			       "translates SHA-256 repositories", xfs->repo_path,
+			       repo_algo(xfs->repo)->name);
+	if (o->cache) {
+		if (!realpath(o->cache, real) && errno != ENOENT)
+			return err_errno("%s", o->cache);
+		/* a new file: make the path absolute by hand (we chdir later) */
+		if (errno == ENOENT && o->cache[0] != '/') {
+			char cwd[PATH_MAX];
+
+			if (!getcwd(cwd, sizeof(cwd)))
+				return err_errno("getcwd");
+			ret = buf_addf(&path, "%s/%s", cwd, o->cache);
+		} else {
+			ret = buf_addstr(&path, errno == ENOENT ? o->cache : real);
+		}
+		errno = 0;
+	} else {
+		ret = cache_default_path(repo_commondir(xfs->repo), &path);
+	}
+	if (ret || !(xfs->cache_path = buf_detach(&path, NULL)))
+		return ret ? ret : err_set(XL_ENOMEM, "out of memory");
+	if (o->submodule_map) {
+		if (!realpath(o->submodule_map, real))
+			return err_errno("submodule map %s", o->submodule_map);
+		if (!(xfs->submodule_map = strdup(real)))
+			return err_set(XL_ENOMEM, "out of memory");
+	}
+	if (!o->unknown_headers || !strcmp(o->unknown_headers, "fail"))
+		xfs->unknown_headers = XLATE_UNKNOWN_FAIL;
+	else if (!strcmp(o->unknown_headers, "copy"))
+		xfs->unknown_headers = XLATE_UNKNOWN_COPY;
+	else
+		return err_set(XL_EINVALID, "unknown_headers=%s: want fail or copy",
+			       o->unknown_headers);
+	xfs->background = o->background;
+	xfs->uid = getuid();
+	xfs->gid = getgid();
+	xfs->mounted = time(NULL);
+	if ((ret = text_readme(xfs, &xfs->readme)) ||
+	    (ret = text_config(XFS_GIT1, &xfs->config[XFS_GIT1])) ||
+	    (ret = text_config(XFS_GIT256, &xfs->config[XFS_GIT256])) ||
+	    (ret = node_table_new(&xfs->nodes) ? XL_ENOMEM : 0))
+		return ret;
+	pthread_mutex_init(&xfs->snap_lock, NULL);
+	pthread_mutex_init(&xfs->status_lock, NULL);
+	pthread_mutex_init(&xfs->updater_lock, NULL);
+	pthread_cond_init(&xfs->updater_cond, NULL);
+	xfs->status.state = XFS_BUILDING;
+	return 0;
+}
+
+static void teardown(struct xfs *xfs)
+{
+	close_caches(xfs);
+	refsnap_put(xfs->snap);
+	node_table_free(xfs->nodes);
+	if (xfs->repo)
+		repo_close(xfs->repo);
+	buf_release(&xfs->readme);
+	buf_release(&xfs->config[XFS_GIT1]);
+	buf_release(&xfs->config[XFS_GIT256]);
+	free(xfs->repo_path);
+	free(xfs->cache_path);
+	free(xfs->submodule_map);
+}
+
+/* -ofsname=PATH, with libfuse's escapes for ',' and '\\' */
+static int add_fsname(struct fuse_args *args, const char *path)
+{
+	struct buf b = BUF_INIT;
+	int ret = buf_addstr(&b, "-ofsname=");
+
+	for (const char *p = path; !ret && *p; p++)
+		ret = (*p == ',' || *p == '\\' ? buf_addch(&b, '\\') : 0) ?:
+		      buf_addch(&b, *p);
+	if (!ret)
+		ret = fuse_opt_add_arg(args, b.buf);
+	buf_release(&b);
+	return ret;
+}
+
+/* The first build, before mounting: a user who waits sees why. */
+static int first_build(struct xfs *xfs)
+{
+	int ret = cache_open(&xfs->writer, xfs->cache_path, repo_algo(xfs->repo),
+			     CACHE_OPEN_CHECK_ALL, warn_cb, xfs);
+
+	if (!ret)
+		ret = updater_build(xfs, isatty(2));
+	cache_close(xfs->writer);
+	xfs->writer = NULL;
+	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+	struct fuse_cmdline_opts cmd;
+	struct options o = { 0 };
+	struct xfs xfs;
+	struct fuse_session *se = NULL;
+	struct fuse_loop_config *loop = NULL;
+	int ret = 1, mounted = 0;
+
+	memset(&xfs, 0, sizeof(xfs));
+	memset(&cmd, 0, sizeof(cmd));
+	if (fuse_opt_parse(&args, &o, option_spec, option_proc) ||
+	    fuse_parse_cmdline(&args, &cmd)) {
+		fputs(usage_text, stderr);
+		ret = 2;
+		goto out;
+	}
+	if (o.help) {
+		fputs(usage_text, stdout);
+		fputs("\nFUSE options:\n", stdout);
+		fuse_cmdline_help();
+		fuse_lowlevel_help();
+		ret = 0;
+		goto out;
+	}
+	if (o.version) {
+		printf("xlatefs 0.1 (libfuse %s)\n", fuse_pkgversion());
+		ret = 0;
+		goto out;
+	}
+	if (!o.repo || !cmd.mountpoint) {
+		fputs(usage_text, stderr);
+		ret = 2;
+		goto out;
+	}
+	xfs.foreground = cmd.foreground;
+	xfs.debug = cmd.debug;
+
+	if (setup(&xfs, &o)) {
+		fprintf(stderr, "xlatefs: %s\n", err_msg());
+		goto out;
+	}
+	if (!xfs.background && first_build(&xfs)) {
+		fprintf(stderr, "xlatefs: %s\n", err_msg());
+		goto out;
+	}
+
+	/* read-only in the kernel too; named after the repository in mount(8) */
+	if (fuse_opt_add_arg(&args, "-oro,default_permissions,subtype=xlatefs") ||
+	    add_fsname(&args, xfs.repo_path)) {
+		fputs("xlatefs: out of memory\n", stderr);
+		goto out;
+	}
+	if (!(se = fuse_session_new(&args, &xfs_ops, sizeof(xfs_ops), &xfs)))
+		goto out;
+	if (fuse_set_signal_handlers(se))
+		goto out;
+	if (fuse_session_mount(se, cmd.mountpoint))
+		goto out;
+	mounted = 1;
+	if (!cmd.foreground) {
+		openlog("xlatefs", LOG_PID, LOG_DAEMON);
+		log_to_stderr = 0;
+	}
+	fuse_daemonize(cmd.foreground);
+
+	if (open_caches(&xfs)) {
+		xfs_log(&xfs, "%s", err_msg());
+		goto out;
+	}
+	if (updater_start(&xfs)) {
+		xfs_log(&xfs, "%s", err_msg());
+		goto out;
+	}
+	if (!(loop = fuse_loop_cfg_create()))
+		goto out;
+	fuse_loop_cfg_set_max_threads(loop, 64);
+	fuse_loop_cfg_set_idle_threads(loop, 8);
+	ret = fuse_session_loop_mt(se, loop) ? 1 : 0;
+out:
+	updater_stop(&xfs);
+	if (se) {
+		if (mounted)
+			fuse_session_unmount(se);
+		fuse_remove_signal_handlers(se);
+		fuse_session_destroy(se);
+	}
+	if (loop)
+		fuse_loop_cfg_destroy(loop);
+	teardown(&xfs);
+	free(cmd.mountpoint);
+	free(o.repo);
+	free(o.cache);
+	free(o.submodule_map);
+	free(o.unknown_headers);
+	fuse_opt_free_args(&args);
+	return ret;
+}

@@ -1,0 +1,716 @@
+/*
+ * node.c: inode numbers, and what each one is.
+ *
+ * The kernel names files by inode number, so every number must lead back
+ * to what it stands for, and the same file should keep its number.
+ * Three ranges:
+ *
+ *   1..63            the fixed files and directories (static_nodes[])
+ *   0x1000 + v*256 + b    objects/XX of view v, first byte b
+ *   0x10000 + i      a path under refs/ of one Git directory, interned
+ *                    (i-th distinct path seen; they are few: only
+ *                    symbolic refs live there, the rest is packed-refs)
+ *   bit 63 set       an object file: the view in bits 59..62, then the
+ *                    first 59 bits of the object's name in that view
+ *
+ * So an object's number follows from its name (readdir can give it
+ * without a lookup, and it is the same on every mount), except in the
+ * astronomically rare case of two names sharing 59 bits, where the later
+ * one takes the next free number.  Object nodes are counted (the
+ * kernel's lookups minus its forgets) and freed at zero, so memory
+ * follows what the kernel holds, not what has ever been read.
+ */
+#include "fs.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FANOUT_BASE 0x1000u
+#define PATH_BASE 0x10000u
+#define OBJECT_BIT (1ull << 63)
+#define OBJECT_VIEW_SHIFT 59
+#define OBJECT_NAME_MASK ((1ull << OBJECT_VIEW_SHIFT) - 1)
+
+struct static_node {
+	fuse_ino_t ino, parent;
+	const char *name;
+	enum node_kind kind;
+	enum dir_kind dir;
+	int arg;		/* text kind, Git directory or view */
+};
+
+/* Inode numbers of the Git directories' members: base + offset. */
+enum { GIT1_BASE = 10, GIT256_BASE = 20 };
+enum { G_DIR, G_HEAD, G_CONFIG, G_PACKED_REFS, G_OBJECTS, G_INFO, G_PACK };
+
+#define GIT_NODES(base, dirname, git, view) \
+	{ base + G_DIR, FUSE_ROOT_ID, dirname, NODE_DIR, DIR_GIT, git }, \
+	{ base + G_HEAD, base + G_DIR, "HEAD", NODE_TEXT, 0, TEXT_HEAD }, \
+	{ base + G_CONFIG, base + G_DIR, "config", NODE_TEXT, 0, TEXT_CONFIG }, \
+	{ base + G_PACKED_REFS, base + G_DIR, "packed-refs", NODE_TEXT, 0, \
+	  TEXT_PACKED_REFS }, \
+	{ base + G_OBJECTS, base + G_DIR, "objects", NODE_DIR, DIR_OBJECTS, view }, \
+	{ base + G_INFO, base + G_OBJECTS, "info", NODE_DIR, DIR_EMPTY, 0 }, \
+	{ base + G_PACK, base + G_OBJECTS, "pack", NODE_DIR, DIR_EMPTY, 0 }
+
+static const struct static_node static_nodes[] = {
+	{ FUSE_ROOT_ID, FUSE_ROOT_ID, "", NODE_DIR, DIR_ROOT, 0 },
+	{ 2, FUSE_ROOT_ID, "README", NODE_TEXT, 0, TEXT_README },
+	{ 3, FUSE_ROOT_ID, "status", NODE_TEXT, 0, TEXT_STATUS },
+	{ 4, FUSE_ROOT_ID, "objects-sha1", NODE_DIR, DIR_OBJECTS, XFS_RAW1 },
+	{ 5, FUSE_ROOT_ID, "objects-sha256", NODE_DIR, DIR_OBJECTS, XFS_RAW256 },
+	GIT_NODES(GIT1_BASE, "sha1", XFS_GIT1, XFS_LOOSE1),
+	GIT_NODES(GIT256_BASE, "sha256", XFS_GIT256, XFS_LOOSE256),
+};
+#define NR_STATIC (sizeof(static_nodes) / sizeof(static_nodes[0]))
+
+/* ---- the table -------------------------------------------------------- */
+
+struct path_entry {
+	enum xfs_git git;
+	char *path;
+};
+
+struct node_table {
+	pthread_mutex_t lock;	/* guards everything below */
+	struct node **buckets;	/* object nodes by ino, chained via ->next */
+	size_t nr_buckets, nr;
+	struct path_entry *paths;	/* interned refs paths; ino PATH_BASE + i */
+	size_t nr_paths, alloc_paths;
+};
+
+/* An object node in its bucket chain. */
+struct obj_node {
+	struct node n;
+	struct obj_node *next;
+};
+
+int node_table_new(struct node_table **out)
+{
+	struct node_table *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return ENOMEM;
+	t->nr_buckets = 4096;
+	if (!(t->buckets = calloc(t->nr_buckets, sizeof(*t->buckets)))) {
+		free(t);
+		return ENOMEM;
+	}
+	pthread_mutex_init(&t->lock, NULL);
+	*out = t;
+	return 0;
+}
+
+void node_table_free(struct node_table *t)
+{
+	if (!t)
+		return;
+	for (size_t i = 0; i < t->nr_buckets; i++) {
+		struct obj_node *o = (struct obj_node *)t->buckets[i], *next;
+
+		for (; o; o = next) {
+			next = o->next;
+			free(o);
+		}
+	}
+	for (size_t i = 0; i < t->nr_paths; i++)
+		free(t->paths[i].path);
+	free(t->paths);
+	free(t->buckets);
+	pthread_mutex_destroy(&t->lock);
+	free(t);
+}
+
+static size_t bucket_of(const struct node_table *t, fuse_ino_t ino)
+{
+	uint64_t h = ino * 0x9e3779b97f4a7c15ull;
+
+	return (size_t)(h >> 32) % t->nr_buckets;
+}
+
+static struct obj_node *find_obj(struct node_table *t, fuse_ino_t ino)
+{
+	struct obj_node *o = (struct obj_node *)t->buckets[bucket_of(t, ino)];
+
+	while (o && o->n.ino != ino)
+		o = o->next;
+	return o;
+}
+
+/* Double the buckets when the chains get long; best effort. */
+static void maybe_grow(struct node_table *t)
+{
+	size_t old = t->nr_buckets;
+	struct node **b, **ob = t->buckets;
+
+	if (t->nr < 2 * old || !(b = calloc(2 * old, sizeof(*b))))
+		return;
+	t->buckets = b;
+	t->nr_buckets = 2 * old;
+	for (size_t i = 0; i < old; i++) {
+		struct obj_node *o = (struct obj_node *)ob[i], *next;
+
+		for (; o; o = next) {
+			size_t k = bucket_of(t, o->n.ino);
+
+			next = o->next;
+			o->next = (struct obj_node *)t->buckets[k];
+			t->buckets[k] = &o->n;
+		}
+	}
+	free(ob);
+}
+
+fuse_ino_t object_ino(enum xfs_view view, const struct oid *name)
+{
+	uint64_t bits = 0;
+
+	for (int i = 0; i < 8; i++)
+		bits = bits << 8 | name->hash[i];
+	return OBJECT_BIT | (uint64_t)view << OBJECT_VIEW_SHIFT |
+	       (bits & OBJECT_NAME_MASK);
+}
+
+/*
+ * Count one more kernel reference to the object node for n->name in
+ * n->view, making it if needed; sets n->ino.
+ */
+static int intern_object(struct node_table *t, struct node *n)
+{
+	fuse_ino_t ino = object_ino(n->view, &n->name);
+	struct obj_node *o;
+	int ret = 0;
+
+	pthread_mutex_lock(&t->lock);
+	for (;;) {
+		o = find_obj(t, ino);
+		if (!o || (o->n.view == n->view && !oid_cmp(&o->n.name, &n->name)))
+			break;
+		/* 59 bits shared with another name: take the next number */
+		ino = (ino & ~OBJECT_NAME_MASK) | ((ino + 1) & OBJECT_NAME_MASK);
+	}
+	if (o) {
+		o->n.nlookup++;
+		n->ino = ino;
+	} else if ((o = malloc(sizeof(*o)))) {
+		n->ino = ino;
+		n->nlookup = 1;
+		o->n = *n;
+		o->next = (struct obj_node *)t->buckets[bucket_of(t, ino)];
+		t->buckets[bucket_of(t, ino)] = &o->n;
+		t->nr++;
+		maybe_grow(t);
+	} else {
+		ret = ENOMEM;
+	}
+	pthread_mutex_unlock(&t->lock);
+	return ret;
+}
+
+void node_forget(struct xfs *xfs, fuse_ino_t ino, uint64_t nlookup)
+{
+	struct node_table *t = xfs->nodes;
+	struct obj_node **pp, *o;
+
+	if (!(ino & OBJECT_BIT))
+		return;		/* everything else lives as long as the mount */
+	pthread_mutex_lock(&t->lock);
+	for (pp = (struct obj_node **)&t->buckets[bucket_of(t, ino)];
+	     (o = *pp); pp = &o->next) {
+		if (o->n.ino != ino)
+			continue;
+		if (o->n.nlookup > nlookup) {
+			o->n.nlookup -= nlookup;
+		} else {
+			*pp = o->next;
+			free(o);
+			t->nr--;
+		}
+		break;
+	}
+	pthread_mutex_unlock(&t->lock);
+}
+
+/* The inode number of (git, path) under refs/, interning it. */
+static int intern_path(struct node_table *t, enum xfs_git git,
+		       const char *path, fuse_ino_t *ino, const char **stored)
+{
+	int ret = 0;
+	size_t i;
+
+	pthread_mutex_lock(&t->lock);
+	for (i = 0; i < t->nr_paths; i++)
+		if (t->paths[i].git == git && !strcmp(t->paths[i].path, path))
+			break;
+	if (i == t->nr_paths) {
+		char *copy = strdup(path);
+
+		if (!copy || ARRAY_GROW(t->paths, t->nr_paths, t->alloc_paths, 16)) {
+			free(copy);
+			ret = ENOMEM;
+			goto out;
+		}
+		t->paths[i].git = git;
+		t->paths[i].path = copy;
+		t->nr_paths++;
+	}
+	*ino = PATH_BASE + i;
+	*stored = t->paths[i].path;
+out:
+	pthread_mutex_unlock(&t->lock);
+	return ret;
+}
+
+/* ---- from numbers to nodes --------------------------------------------- */
+
+static void from_static(const struct static_node *s, struct node *n)
+{
+	memset(n, 0, sizeof(*n));
+	n->ino = s->ino;
+	n->kind = s->kind;
+	n->dir = s->dir;
+	if (s->kind == NODE_TEXT) {
+		n->text = (enum text_kind)s->arg;
+		n->git = s->parent == GIT256_BASE + G_DIR ? XFS_GIT256 : XFS_GIT1;
+	} else if (s->dir == DIR_GIT) {
+		n->git = (enum xfs_git)s->arg;
+	} else if (s->dir == DIR_OBJECTS) {
+		n->view = (enum xfs_view)s->arg;
+	}
+}
+
+int node_get(struct xfs *xfs, fuse_ino_t ino, struct node *out)
+{
+	struct node_table *t = xfs->nodes;
+	int ret = ENOENT;
+
+	if (ino & OBJECT_BIT) {
+		struct obj_node *o;
+
+		pthread_mutex_lock(&t->lock);
+		if ((o = find_obj(t, ino))) {
+			*out = o->n;
+			ret = 0;
+		}
+		pthread_mutex_unlock(&t->lock);
+		return ret;
+	}
+	if (ino >= PATH_BASE) {
+		pthread_mutex_lock(&t->lock);
+		if (ino - PATH_BASE < t->nr_paths) {
+			const struct path_entry *p = &t->paths[ino - PATH_BASE];
+
+			memset(out, 0, sizeof(*out));
+			out->ino = ino;
+			out->git = p->git;
+			out->path = p->path;	/* interned: lives as long as t */
+			/* a path is a directory unless a symbolic ref is there now */
+			out->kind = NODE_REFDIR;
+			ret = 0;
+		}
+		pthread_mutex_unlock(&t->lock);
+		if (!ret && strcmp(out->path, "refs") &&
+		    strcmp(out->path, "refs/heads") &&
+		    strcmp(out->path, "refs/tags")) {
+			struct refsnap *snap = refsnap_get(xfs);
+
+			if (!snap)
+				return EIO;
+			if (refsnap_find(&snap->view[out->git], out->path))
+				out->kind = NODE_SYMREF;
+			refsnap_put(snap);
+		}
+		return ret;
+	}
+	if (ino >= FANOUT_BASE && ino < FANOUT_BASE + 256 * XFS_VIEW__COUNT) {
+		memset(out, 0, sizeof(*out));
+		out->ino = ino;
+		out->kind = NODE_FANOUT;
+		out->view = (enum xfs_view)((ino - FANOUT_BASE) / 256);
+		out->fanout = (ino - FANOUT_BASE) % 256;
+		return 0;
+	}
+	for (size_t i = 0; i < NR_STATIC; i++) {
+		if (static_nodes[i].ino == ino) {
+			from_static(&static_nodes[i], out);
+			return 0;
+		}
+	}
+	return ENOENT;
+}
+
+/* ---- lookups -------------------------------------------------------------- */
+
+static int parse_lower_hex(const char *s, size_t len, unsigned char *out)
+{
+	for (size_t i = 0; i < len; i++) {
+		int v = hex_value((unsigned char)s[i]);
+
+		/* Git writes lowercase only; one spelling, one file */
+		if (v < 0 || (s[i] >= 'A' && s[i] <= 'F'))
+			return -1;
+		if (i & 1)
+			out[i / 2] |= (unsigned char)v;
+		else
+			out[i / 2] = (unsigned char)(v << 4);
+	}
+	return 0;
+}
+
+/*
+ * Fill an object node for `name` in `view` from the cache (or, for a
+ * stored object the cache does not know yet, from the repository).
+ * Returns 0, ENOENT, or EIO (logged).
+ */
+static int resolve_object(struct xfs *xfs, enum xfs_view view,
+			  const struct oid *name, struct node *n)
+{
+	struct cache *c = xfs_cache(xfs);
+	struct odb *odb = repo_odb(xfs->repo);
+	struct cache_object co;
+	char hex[OID_HEXSZ_MAX + 1];
+	size_t size;
+	int ret;
+
+	memset(n, 0, sizeof(*n));
+	n->kind = NODE_OBJECT;
+	n->view = view;
+	n->name = *name;
+	if (view_algo(view) == &hash_sha1)
+		ret = cache_get_by_sha1(c, name, &co);
+	else
+		ret = cache_get(c, name, &co);
+	if (ret == XL_ENOTFOUND || ret == XL_EAMBIGUOUS) {
+		if (view_algo(view) == &hash_sha1)
+			return ENOENT;	/* a SHA-1 name is only what the cache says */
+		n->sha256 = *name;
+		ret = odb_read_header(odb, name, &n->type, &size);
+		if (ret == XL_ENOTFOUND)
+			return ENOENT;
+		if (ret) {
+			xfs_log(xfs, "%s: %s", oid_to_hex_r(hex, name), err_msg());
+			return EIO;
+		}
+		n->size = size;
+		return 0;
+	}
+	if (ret) {
+		xfs_log(xfs, "looking up %s: %s", oid_to_hex_r(hex, name), err_msg());
+		return EIO;
+	}
+	/*
+	 * The cache remembers objects that gc may since have pruned; the
+	 * repository decides what exists.
+	 */
+	if (!odb_has(odb, &co.sha256) && (odb_refresh(odb), !odb_has(odb, &co.sha256)))
+		return ENOENT;
+	n->sha256 = co.sha256;
+	n->sha1 = co.sha1;
+	n->type = co.type;
+	n->size = view_algo(view) == &hash_sha1 ? co.size1 : co.size256;
+	return 0;
+}
+
+static int lookup_ref_path(struct xfs *xfs, enum xfs_git git,
+			   const char *dir, const char *name, struct node *n)
+{
+	struct buf path = BUF_INIT;
+	struct refsnap *snap;
+	int ret = ENOENT, fixed;
+
+	if (!strcmp(name, ".") || !strcmp(name, "..") ||
+	    buf_addf(&path, "%s/%s", dir, name))
+		return !strcmp(name, ".") || !strcmp(name, "..") ? ENOENT : ENOMEM;
+	fixed = !strcmp(path.buf, "refs/heads") || !strcmp(path.buf, "refs/tags");
+	if (!(snap = refsnap_get(xfs))) {
+		buf_release(&path);
+		return EIO;
+	}
+	memset(n, 0, sizeof(*n));
+	n->git = git;
+	if (refsnap_find(&snap->view[git], path.buf)) {
+		n->kind = NODE_SYMREF;
+		ret = 0;
+	} else if (fixed || refsnap_has_dir(&snap->view[git], path.buf)) {
+		n->kind = NODE_REFDIR;
+		ret = 0;
+	}
+	refsnap_put(snap);
+	if (!ret)
+		ret = intern_path(xfs->nodes, git, path.buf, &n->ino, &n->path);
+	buf_release(&path);
+	return ret;
+}
+
+int node_lookup(struct xfs *xfs, fuse_ino_t parent, const char *name,
+		struct node *out)
+{
+	struct node dir;
+	size_t len = strlen(name);
+	int ret;
+
+	if ((ret = node_get(xfs, parent, &dir)))
+		return ret;
+	switch (dir.kind) {
+	case NODE_DIR:
+		for (size_t i = 0; i < NR_STATIC; i++) {
+			const struct static_node *s = &static_nodes[i];
+
+			if (s->parent == parent && s->ino != FUSE_ROOT_ID &&
+			    !strcmp(s->name, name)) {
+				from_static(s, out);
+				return 0;
+			}
+		}
+		if (dir.dir == DIR_GIT && !strcmp(name, "refs")) {
+			memset(out, 0, sizeof(*out));
+			out->kind = NODE_REFDIR;
+			out->git = dir.git;
+			return intern_path(xfs->nodes, dir.git, "refs", &out->ino,
+					   &out->path);
+		}
+		if (dir.dir == DIR_OBJECTS && len == 2) {
+			unsigned char b;
+
+			if (parse_lower_hex(name, 2, &b))
+				return ENOENT;
+			memset(out, 0, sizeof(*out));
+			out->kind = NODE_FANOUT;
+			out->view = dir.view;
+			out->fanout = b;
+			out->ino = FANOUT_BASE + dir.view * 256u + b;
+			return 0;
+		}
+		return ENOENT;
+	case NODE_FANOUT: {
+		const struct hash_algo *algo = view_algo(dir.view);
+		unsigned char raw[OID_RAWSZ_MAX];
+		struct oid oid;
+
+		if (len != algo->hexsz - 2 || parse_lower_hex(name, len, raw + 1))
+			return ENOENT;
+		raw[0] = (unsigned char)dir.fanout;
+		oid_from_raw(&oid, algo, raw);
+		if ((ret = resolve_object(xfs, dir.view, &oid, out)))
+			return ret;
+		return intern_object(xfs->nodes, out);
+	}
+	case NODE_REFDIR:
+		return lookup_ref_path(xfs, dir.git, dir.path, name, out);
+	default:
+		return ENOTDIR;
+	}
+}
+
+/* ---- attributes ------------------------------------------------------------ */
+
+void node_stat(struct xfs *xfs, const struct node *n, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = n->ino;
+	st->st_uid = xfs->uid;
+	st->st_gid = xfs->gid;
+	st->st_blksize = 65536;
+	st->st_atime = st->st_mtime = st->st_ctime = xfs->mounted;
+	switch (n->kind) {
+	case NODE_DIR:
+	case NODE_FANOUT:
+	case NODE_REFDIR:
+		st->st_mode = S_IFDIR | 0555;
+		st->st_nlink = 2;
+		break;
+	case NODE_OBJECT: {
+		uint64_t size = n->size;
+
+		if (view_is_loose(n->view)) {
+			char hdr[32];
+
+			size = loose_file_size(loose_header(hdr, n->type, n->size) +
+					       n->size);
+		}
+		st->st_mode = S_IFREG | 0444;
+		st->st_nlink = 1;
+		st->st_size = (off_t)size;
+		break;
+	}
+	case NODE_TEXT:
+	case NODE_SYMREF: {
+		struct buf b = BUF_INIT;
+
+		/* small texts, made from state already in memory */
+		text_content(xfs, n, &b);
+		st->st_mode = S_IFREG | 0444;
+		st->st_nlink = 1;
+		st->st_size = (off_t)b.len;
+		buf_release(&b);
+		break;
+	}
+	}
+	st->st_blocks = (st->st_size + 511) / 512;
+}
+
+double node_entry_ttl(const struct node *n)
+{
+	return n->kind == NODE_REFDIR || n->kind == NODE_SYMREF ?
+		XFS_TTL_LIVE : XFS_TTL_IMMUTABLE;
+}
+
+double node_attr_ttl(const struct node *n)
+{
+	if (n->kind == NODE_SYMREF ||
+	    (n->kind == NODE_TEXT && n->text != TEXT_README &&
+	     n->text != TEXT_CONFIG))
+		return 0;	/* sizes change: always ask */
+	return node_entry_ttl(n);
+}
+
+/* ---- listings --------------------------------------------------------------- */
+
+void dir_listing_free(struct dir_listing *l)
+{
+	for (size_t i = 0; i < l->nr; i++)
+		free(l->ents[i].name);
+	free(l->ents);
+	memset(l, 0, sizeof(*l));
+}
+
+static int add_ent(struct dir_listing *l, const char *name, size_t len,
+		   fuse_ino_t ino, mode_t mode)
+{
+	char *copy = strndup(name, len);
+
+	if (!copy || ARRAY_GROW(l->ents, l->nr, l->alloc, 64)) {
+		free(copy);
+		return ENOMEM;
+	}
+	l->ents[l->nr].name = copy;
+	l->ents[l->nr].ino = ino;
+	l->ents[l->nr].mode = mode;
+	l->nr++;
+	return 0;
+}
+
+struct fanout_walk {
+	struct xfs *xfs;
+	struct dir_listing *l;
+	enum xfs_view view;
+	int err;
+};
+
+static int fanout_ent(const struct cache_object *co, void *data)
+{
+	struct fanout_walk *w = data;
+	const struct oid *name = view_algo(w->view) == &hash_sha1 ?
+		&co->sha1 : &co->sha256;
+	char hex[OID_HEXSZ_MAX + 1];
+
+	if (!odb_has(repo_odb(w->xfs->repo), &co->sha256))
+		return 0;	/* pruned since the cache saw it */
+	oid_to_hex_r(hex, name);
+	if ((w->err = add_ent(w->l, hex + 2, name->algo->hexsz - 2,
+			      object_ino(w->view, name), S_IFREG)))
+		return 1;
+	return 0;
+}
+
+static int list_refdir(struct xfs *xfs, const struct node *dir,
+		       struct dir_listing *l)
+{
+	struct refsnap *snap = refsnap_get(xfs);
+	const struct refsnap_view *v;
+	size_t plen = strlen(dir->path);
+	int ret = 0;
+
+	if (!snap)
+		return EIO;
+	v = &snap->view[dir->git];
+	if (!strcmp(dir->path, "refs"))
+		ret = add_ent(l, "heads", 5, 0, S_IFDIR) ?:
+		      add_ent(l, "tags", 4, 0, S_IFDIR);
+	for (size_t i = 0; !ret && i < v->nr_symrefs; i++) {
+		const char *p = v->symrefs[i].path, *rest, *slash;
+		size_t n;
+		int is_dir;
+
+		if (strncmp(p, dir->path, plen) || p[plen] != '/')
+			continue;
+		rest = p + plen + 1;
+		slash = strchr(rest, '/');
+		n = slash ? (size_t)(slash - rest) : strlen(rest);
+		is_dir = !!slash;
+		/* symrefs are sorted: a repeated directory is the last entry */
+		if (l->nr > 2 && strlen(l->ents[l->nr - 1].name) == n &&
+		    !memcmp(l->ents[l->nr - 1].name, rest, n))
+			continue;
+		if (!strcmp(dir->path, "refs") && is_dir &&
+		    ((n == 5 && !memcmp(rest, "heads", 5)) ||
+		     (n == 4 && !memcmp(rest, "tags", 4))))
+			continue;
+		ret = add_ent(l, rest, n, 0, is_dir ? S_IFDIR : S_IFREG);
+	}
+	refsnap_put(snap);
+	return ret;
+}
+
+int node_list(struct xfs *xfs, const struct node *dir, struct dir_listing *l)
+{
+	int ret;
+
+	memset(l, 0, sizeof(*l));
+	if ((ret = add_ent(l, ".", 1, dir->ino, S_IFDIR)) ||
+	    (ret = add_ent(l, "..", 2, 0, S_IFDIR)))
+		goto fail;
+	switch (dir->kind) {
+	case NODE_DIR:
+		for (size_t i = 0; i < NR_STATIC; i++) {
+			const struct static_node *s = &static_nodes[i];
+
+			if (s->parent == dir->ino && s->ino != FUSE_ROOT_ID &&
+			    (ret = add_ent(l, s->name, strlen(s->name), s->ino,
+					   s->kind == NODE_DIR ? S_IFDIR : S_IFREG)))
+				goto fail;
+		}
+		if (dir->dir == DIR_GIT && (ret = add_ent(l, "refs", 4, 0, S_IFDIR)))
+			goto fail;
+		if (dir->dir == DIR_OBJECTS) {
+			for (unsigned b = 0; b < 256; b++) {
+				char name[3];
+
+				snprintf(name, sizeof(name), "%02x", b);
+				if ((ret = add_ent(l, name, 2,
+						   FANOUT_BASE + dir->view * 256u + b,
+						   S_IFDIR)))
+					goto fail;
+			}
+		}
+		return 0;
+	case NODE_FANOUT: {
+		struct fanout_walk w = { xfs, l, dir->view, 0 };
+		char hex[3];
+
+		snprintf(hex, sizeof(hex), "%02x", dir->fanout);
+		ret = cache_for_each_prefix(xfs_cache(xfs), view_algo(dir->view),
+					    hex, 2, fanout_ent, &w);
+		if (w.err) {
+			ret = w.err;
+			goto fail;
+		}
+		if (ret) {
+			xfs_log(xfs, "listing objects %s/: %s", hex, err_msg());
+			ret = EIO;
+			goto fail;
+		}
+		return 0;
+	}
+	case NODE_REFDIR:
+		if ((ret = list_refdir(xfs, dir, l)))
+			goto fail;
+		return 0;
+	default:
+		ret = ENOTDIR;
+	}
+fail:
+	dir_listing_free(l);
+	return ret;
+}

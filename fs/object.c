@@ -1,0 +1,337 @@
+/*
+ * object.c: the content of object files.
+ *
+ * A file in objects-sha1/ or objects-sha256/ is the raw form of its
+ * object.  A file in sha1/objects or sha256/objects is what Git expects
+ * of a loose object: a zlib stream of "type size\0" followed by the
+ * content.  We never compress: a stream of stored deflate blocks is
+ * valid zlib that any inflater reads, and its length follows from the
+ * content's length alone,
+ *
+ *	2 (zlib header) + 5 per block of at most 65535 bytes + data + 4 (Adler-32)
+ *
+ * so stat() and readdir need only the size the cache already knows.
+ * The blocks are laid out arithmetically, which lets a read at any
+ * offset be answered without building the stream.  Only the trailing
+ * Adler-32 needs every byte, and it is computed as the content passes.
+ *
+ * Objects are made whole when opened (a tree or commit has to be
+ * converted whole anyway), except blobs of XFS_STREAM_MIN bytes or
+ * more: their SHA-1 form is their stored form, so they are streamed
+ * from the repository a piece at a time.  A read behind the stream's
+ * position starts it again; the kernel reads in order, so that is rare.
+ */
+#include "fs.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#define STORED_BLOCK 65535u	/* the most a stored deflate block holds */
+#define BLOCK_SPAN (STORED_BLOCK + 5)
+#define SKIP_CHUNK (64u << 10)
+
+struct objfile {
+	pthread_mutex_t lock;	/* the kernel may read one file on several threads */
+	struct oid sha256;
+	enum obj_type type;
+	int loose;		/* framed as a loose object */
+	char hdr[32];
+	size_t hdrlen;		/* 0 unless loose */
+	uint64_t size;		/* content bytes */
+	uint64_t payload;	/* hdrlen + size: what the zlib stream carries */
+	uint64_t file_size;
+	uLong adler;		/* of the payload, once adler_known */
+	int adler_known;
+
+	struct buf data;	/* the whole content, unless streaming */
+	int streaming;
+	struct odb_stream *st;
+	uint64_t st_pos;	/* content bytes the stream has given */
+	uLong st_adler;		/* of hdr + those bytes */
+	char *scratch;
+};
+
+uint64_t loose_file_size(uint64_t payload)
+{
+	uint64_t blocks = payload ? (payload + STORED_BLOCK - 1) / STORED_BLOCK : 1;
+
+	return 2 + 5 * blocks + payload + 4;
+}
+
+size_t loose_header(char *buf, enum obj_type type, uint64_t size)
+{
+	/* snprintf's NUL is the header's own terminator */
+	return (size_t)snprintf(buf, 32, "%s %llu", type_name(type),
+				(unsigned long long)size) + 1;
+}
+
+static uLong adler_update(uLong adler, const char *p, size_t len)
+{
+	while (len) {
+		uInt n = len > (1u << 30) ? 1u << 30 : (uInt)len;
+
+		adler = adler32(adler, (const Bytef *)p, n);
+		p += n;
+		len -= n;
+	}
+	return adler;
+}
+
+static int stream_restart(struct xfs *xfs, struct objfile *f)
+{
+	char hex[OID_HEXSZ_MAX + 1];
+	enum obj_type type;
+	size_t size;
+
+	if (f->st)
+		odb_stream_close(f->st);
+	f->st = NULL;
+	if (odb_stream_open(repo_odb(xfs->repo), &f->sha256, &f->st, &type, &size)) {
+		xfs_log(xfs, "%s: %s", oid_to_hex_r(hex, &f->sha256), err_msg());
+		return EIO;
+	}
+	if (type != f->type || size != f->size) {
+		xfs_log(xfs, "%s: is now a %s of %zu bytes, was a %s of %llu",
+			oid_to_hex_r(hex, &f->sha256), type_name(type), size,
+			type_name(f->type), (unsigned long long)f->size);
+		return EIO;
+	}
+	f->st_pos = 0;
+	f->st_adler = adler_update(adler32(0, NULL, 0), f->hdr, f->hdrlen);
+	return 0;
+}
+
+/* Take `len` more bytes from the stream into dst (or drop them if NULL). */
+static int stream_take(struct xfs *xfs, struct objfile *f, char *dst,
+		       size_t len)
+{
+	char hex[OID_HEXSZ_MAX + 1];
+
+	while (len) {
+		char *p = dst ? dst : f->scratch;
+		size_t want = dst ? len : (len < SKIP_CHUNK ? len : SKIP_CHUNK), got;
+
+		if (odb_stream_read(f->st, p, want, &got)) {
+			xfs_log(xfs, "%s: %s", oid_to_hex_r(hex, &f->sha256), err_msg());
+			return EIO;
+		}
+		if (!got) {
+			xfs_log(xfs, "%s: ends %llu bytes early",
+				oid_to_hex_r(hex, &f->sha256),
+				(unsigned long long)(f->size - f->st_pos));
+			return EIO;
+		}
+		f->st_adler = adler_update(f->st_adler, p, got);
+		f->st_pos += got;
+		len -= got;
+		if (dst)
+			dst += got;
+	}
+	if (f->st_pos == f->size) {
+		f->adler = f->st_adler;
+		f->adler_known = 1;
+	}
+	return 0;
+}
+
+/* Content bytes [off, off+len) into dst; len fits in the content. */
+static int content_read(struct xfs *xfs, struct objfile *f, uint64_t off,
+			char *dst, size_t len)
+{
+	int ret;
+
+	if (!f->streaming) {
+		memcpy(dst, f->data.buf + off, len);
+		return 0;
+	}
+	if (off < f->st_pos && (ret = stream_restart(xfs, f)))
+		return ret;
+	if ((ret = stream_take(xfs, f, NULL, off - f->st_pos)))
+		return ret;
+	return stream_take(xfs, f, dst, len);
+}
+
+/* Payload bytes (header, then content) [off, off+len) into dst. */
+static int payload_read(struct xfs *xfs, struct objfile *f, uint64_t off,
+			char *dst, size_t len)
+{
+	if (off < f->hdrlen) {
+		size_t n = f->hdrlen - off < len ? f->hdrlen - off : len;
+
+		memcpy(dst, f->hdr + off, n);
+		dst += n;
+		off += n;
+		len -= n;
+	}
+	return len ? content_read(xfs, f, off - f->hdrlen, dst, len) : 0;
+}
+
+static int need_adler(struct xfs *xfs, struct objfile *f)
+{
+	if (f->adler_known)
+		return 0;
+	/* only a stream lacks it: run the stream to its end */
+	if (f->st_pos > f->size)
+		return EIO;
+	return stream_take(xfs, f, NULL, f->size - f->st_pos);
+}
+
+int objfile_open(struct xfs *xfs, const struct node *n, struct objfile **out)
+{
+	struct objfile *f = calloc(1, sizeof(*f));
+	char hex[OID_HEXSZ_MAX + 1];
+	enum obj_type type;
+	int ret;
+
+	if (!f)
+		return ENOMEM;
+	pthread_mutex_init(&f->lock, NULL);
+	buf_init(&f->data);
+	f->sha256 = n->sha256;
+	f->type = n->type;
+	f->size = n->size;
+	f->loose = view_is_loose(n->view);
+	if (f->loose)
+		f->hdrlen = loose_header(f->hdr, n->type, n->size);
+	f->payload = f->hdrlen + f->size;
+	f->file_size = f->loose ? loose_file_size(f->payload) : f->size;
+
+	if (n->type == OBJ_BLOB && n->size >= XFS_STREAM_MIN) {
+		f->streaming = 1;
+		if (!(f->scratch = malloc(SKIP_CHUNK))) {
+			ret = ENOMEM;
+			goto fail;
+		}
+		if ((ret = stream_restart(xfs, f)))
+			goto fail;
+		*out = f;
+		return 0;
+	}
+	if (view_algo(n->view) == &hash_sha1 && n->type != OBJ_BLOB)
+		ret = xlate_sha1_form(xfs->repo, xfs_cache(xfs), xfs->unknown_headers,
+				      &n->sha256, &type, &f->data);
+	else
+		ret = odb_read(repo_odb(xfs->repo), &n->sha256, &type, &f->data);
+	if (ret) {
+		xfs_log(xfs, "%s: %s", oid_to_hex_r(hex, &n->name), err_msg());
+		ret = ret == XL_ENOMEM ? ENOMEM : EIO;
+		goto fail;
+	}
+	if (type != n->type || f->data.len != n->size) {
+		/* st_size was promised from the cache: never serve other bytes */
+		xfs_log(xfs, "%s: the cache says a %s of %llu bytes, the object "
+			"is a %s of %zu", oid_to_hex_r(hex, &n->name),
+			type_name(n->type), (unsigned long long)n->size,
+			type_name(type), f->data.len);
+		ret = EIO;
+		goto fail;
+	}
+	f->adler = adler_update(adler_update(adler32(0, NULL, 0), f->hdr,
+					     f->hdrlen),
+				f->data.buf, f->data.len);
+	f->adler_known = 1;
+	*out = f;
+	return 0;
+fail:
+	objfile_close(f);
+	return ret;
+}
+
+/* One piece of a loose file at `off`: framing bytes, or payload. */
+static int loose_read(struct xfs *xfs, struct objfile *f, uint64_t off,
+		      char *dst, size_t len, size_t *got)
+{
+	uint64_t blocks = f->payload ? (f->payload + STORED_BLOCK - 1) / STORED_BLOCK : 1;
+	uint64_t tail = 2 + 5 * blocks + f->payload;
+	unsigned char frame[5];
+	int ret;
+
+	*got = 0;
+	if (off < 2) {
+		static const unsigned char zhdr[2] = { 0x78, 0x01 };
+		size_t n = 2 - off < len ? 2 - off : len;
+
+		memcpy(dst, zhdr + off, n);
+		*got = n;
+		return 0;
+	}
+	if (off >= tail) {
+		size_t n = 4 - (off - tail) < len ? 4 - (off - tail) : len;
+
+		if ((ret = need_adler(xfs, f)))
+			return ret;
+		frame[0] = (unsigned char)(f->adler >> 24);
+		frame[1] = (unsigned char)(f->adler >> 16);
+		frame[2] = (unsigned char)(f->adler >> 8);
+		frame[3] = (unsigned char)f->adler;
+		memcpy(dst, frame + (off - tail), n);
+		*got = n;
+		return 0;
+	}
+	uint64_t k = off - 2, i = k / BLOCK_SPAN, j = k % BLOCK_SPAN;
+	uint64_t start = i * STORED_BLOCK;
+	uint64_t blen = i + 1 == blocks ? f->payload - start : STORED_BLOCK;
+
+	if (j < 5) {
+		size_t n = 5 - j < len ? 5 - j : len;
+
+		frame[0] = i + 1 == blocks;	/* BFINAL, BTYPE 00: stored */
+		frame[1] = (unsigned char)blen;
+		frame[2] = (unsigned char)(blen >> 8);
+		frame[3] = (unsigned char)~blen;
+		frame[4] = (unsigned char)(~blen >> 8);
+		memcpy(dst, frame + j, n);
+		*got = n;
+		return 0;
+	}
+	j -= 5;
+	size_t n = blen - j < len ? blen - j : len;
+
+	*got = n;
+	return payload_read(xfs, f, start + j, dst, n);
+}
+
+int objfile_read(struct xfs *xfs, struct objfile *f, uint64_t off, char *dst,
+		 size_t len, size_t *got)
+{
+	int ret = 0;
+
+	*got = 0;
+	if (off >= f->file_size)
+		return 0;
+	if (len > f->file_size - off)
+		len = f->file_size - off;
+	pthread_mutex_lock(&f->lock);
+	if (!f->loose) {
+		ret = content_read(xfs, f, off, dst, len);
+		if (!ret)
+			*got = len;
+	} else {
+		while (!ret && *got < len) {
+			size_t n;
+
+			ret = loose_read(xfs, f, off + *got, dst + *got,
+					 len - *got, &n);
+			*got += n;
+		}
+	}
+	pthread_mutex_unlock(&f->lock);
+	if (ret)
+		*got = 0;
+	return ret;
+}
+
+void objfile_close(struct objfile *f)
+{
+	if (!f)
+		return;
+	if (f->st)
+		odb_stream_close(f->st);
+	buf_release(&f->data);
+	free(f->scratch);
+	pthread_mutex_destroy(&f->lock);
+	free(f);
+}

@@ -1,0 +1,473 @@
+/*
+ * ops.c: the FUSE low-level operations.
+ *
+ * Each operation turns an inode number into a node (node.c), does its
+ * work, and replies; failures become errno values, and anything that
+ * says the repository or the cache is damaged is logged where it is
+ * found (node.c, object.c) and answered with EIO, for that file only.
+ *
+ * Open files carry a handle: an object file's reader (object.c), or a
+ * copy of a text file's content as it was when opened, so that a file
+ * read in pieces is one consistent version even if the refs change
+ * meanwhile (fstat on the open file reports that copy's size too).
+ *
+ * Everything that would write answers EROFS, even though the mount is
+ * also read-only in the kernel's eyes ("ro"), which normally stops such
+ * calls before they reach us.
+ */
+#include "fs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+
+enum fh_kind { FH_OBJECT, FH_TEXT, FH_DIR };
+
+struct fh {
+	enum fh_kind kind;
+	struct objfile *obj;
+	struct buf text;
+	struct dir_listing dir;
+};
+
+static struct xfs *req_xfs(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+static struct fh *fh_of(const struct fuse_file_info *fi)
+{
+	return fi ? (struct fh *)(uintptr_t)fi->fh : NULL;
+}
+
+static void fh_free(struct fh *h)
+{
+	if (!h)
+		return;
+	objfile_close(h->obj);
+	buf_release(&h->text);
+	dir_listing_free(&h->dir);
+	free(h);
+}
+
+static void xfs_init(void *userdata, struct fuse_conn_info *conn)
+{
+	/*
+	 * Plain readdir: readdirplus would make us stat (look up in the
+	 * cache) every object in a fan-out directory that is only listed.
+	 */
+	conn->want &= ~FUSE_CAP_READDIRPLUS;
+	if (conn->capable & FUSE_CAP_SPLICE_WRITE)
+		conn->want |= FUSE_CAP_SPLICE_WRITE;
+}
+
+static void reply_entry(fuse_req_t req, struct xfs *xfs, const struct node *n)
+{
+	struct fuse_entry_param e;
+
+	memset(&e, 0, sizeof(e));
+	e.ino = n->ino;
+	e.generation = 1;
+	node_stat(xfs, n, &e.attr);
+	e.attr_timeout = node_attr_ttl(n);
+	e.entry_timeout = node_entry_ttl(n);
+	if (fuse_reply_entry(req, &e) == -ENOENT && n->kind == NODE_OBJECT)
+		node_forget(xfs, n->ino, 1);	/* the lookup was interrupted */
+}
+
+static void xfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct xfs *xfs = req_xfs(req);
+	struct node n;
+	int ret = node_lookup(xfs, parent, name, &n);
+
+	if (ret)
+		fuse_reply_err(req, ret);
+	else
+		reply_entry(req, xfs, &n);
+}
+
+static void xfs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	node_forget(req_xfs(req), ino, nlookup);
+	fuse_reply_none(req);
+}
+
+static void xfs_forget_multi(fuse_req_t req, size_t count,
+			     struct fuse_forget_data *forgets)
+{
+	for (size_t i = 0; i < count; i++)
+		node_forget(req_xfs(req), forgets[i].ino, forgets[i].nlookup);
+	fuse_reply_none(req);
+}
+
+static void xfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct xfs *xfs = req_xfs(req);
+	struct fh *h = fh_of(fi);
+	struct node n;
+	struct stat st;
+	int ret = node_get(xfs, ino, &n);
+
+	if (ret) {
+		fuse_reply_err(req, ret);
+		return;
+	}
+	node_stat(xfs, &n, &st);
+	if (h && h->kind == FH_TEXT)
+		st.st_size = (off_t)h->text.len;	/* what this open file reads */
+	fuse_reply_attr(req, &st, node_attr_ttl(&n));
+}
+
+static void xfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct xfs *xfs = req_xfs(req);
+	struct fh *h;
+	struct node n;
+	int ret;
+
+	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	if ((ret = node_get(xfs, ino, &n))) {
+		fuse_reply_err(req, ret);
+		return;
+	}
+	if (n.kind == NODE_DIR || n.kind == NODE_FANOUT || n.kind == NODE_REFDIR) {
+		fuse_reply_err(req, EISDIR);
+		return;
+	}
+	if (!(h = calloc(1, sizeof(*h)))) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	buf_init(&h->text);
+	if (n.kind == NODE_OBJECT) {
+		h->kind = FH_OBJECT;
+		ret = objfile_open(xfs, &n, &h->obj);
+		fi->keep_cache = 1;	/* an object's bytes never change */
+	} else {
+		h->kind = FH_TEXT;
+		ret = text_content(xfs, &n, &h->text) ? EIO : 0;
+		fi->keep_cache = n.kind == NODE_TEXT &&
+			(n.text == TEXT_README || n.text == TEXT_CONFIG);
+	}
+	if (ret) {
+		fh_free(h);
+		fuse_reply_err(req, ret);
+		return;
+	}
+	fi->fh = (uintptr_t)h;
+	if (fuse_reply_open(req, fi) == -ENOENT)
+		fh_free(h);	/* interrupted: no release will come */
+}
+
+static void xfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		     struct fuse_file_info *fi)
+{
+	struct xfs *xfs = req_xfs(req);
+	struct fh *h = fh_of(fi);
+	size_t got;
+	char *buf;
+	int ret;
+
+	if (!h || off < 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if (h->kind == FH_TEXT) {
+		size_t o = (uint64_t)off < h->text.len ? (size_t)off : h->text.len;
+
+		fuse_reply_buf(req, h->text.buf + o,
+			       size < h->text.len - o ? size : h->text.len - o);
+		return;
+	}
+	if (!(buf = malloc(size ? size : 1))) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	ret = objfile_read(xfs, h->obj, (uint64_t)off, buf, size, &got);
+	if (ret)
+		fuse_reply_err(req, ret);
+	else
+		fuse_reply_buf(req, buf, got);
+	free(buf);
+}
+
+static void xfs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	fh_free(fh_of(fi));
+	fuse_reply_err(req, 0);
+}
+
+static void xfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct xfs *xfs = req_xfs(req);
+	struct fh *h;
+	struct node n;
+	int ret;
+
+	if ((ret = node_get(xfs, ino, &n))) {
+		fuse_reply_err(req, ret);
+		return;
+	}
+	if (!(h = calloc(1, sizeof(*h)))) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	buf_init(&h->text);
+	h->kind = FH_DIR;
+	if ((ret = node_list(xfs, &n, &h->dir))) {
+		fh_free(h);
+		fuse_reply_err(req, ret);
+		return;
+	}
+	fi->fh = (uintptr_t)h;
+	if (fuse_reply_open(req, fi) == -ENOENT)
+		fh_free(h);
+}
+
+static void xfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			struct fuse_file_info *fi)
+{
+	struct fh *h = fh_of(fi);
+	char *buf;
+	size_t used = 0;
+
+	if (!h || h->kind != FH_DIR || off < 0) {
+		fuse_reply_err(req, EBADF);
+		return;
+	}
+	if (!(buf = malloc(size ? size : 1))) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	/* the offset of an entry is its index + 1: where to go on after it */
+	for (size_t i = (size_t)off; i < h->dir.nr; i++) {
+		const struct dirent_rec *d = &h->dir.ents[i];
+		struct stat st;
+		size_t n;
+
+		memset(&st, 0, sizeof(st));
+		st.st_ino = d->ino ? d->ino : 0xffffffffu;
+		st.st_mode = d->mode;
+		n = fuse_add_direntry(req, buf + used, size - used, d->name, &st,
+				      (off_t)(i + 1));
+		if (n > size - used)
+			break;
+		used += n;
+	}
+	fuse_reply_buf(req, buf, used);
+	free(buf);
+}
+
+static void xfs_releasedir(fuse_req_t req, fuse_ino_t ino,
+			   struct fuse_file_info *fi)
+{
+	fh_free(fh_of(fi));
+	fuse_reply_err(req, 0);
+}
+
+/* ---- extended attributes -------------------------------------------------- */
+
+static const char *const xattr_names[] = {
+	"user.git.type", "user.git.size", "user.git.sha1", "user.git.sha256",
+};
+
+/* The value of xattr `i` of object node n into out; 0 if it has none. */
+static int xattr_value(const struct node *n, size_t i, char *out, size_t cap)
+{
+	char hex[OID_HEXSZ_MAX + 1];
+
+	switch (i) {
+	case 0:
+		return snprintf(out, cap, "%s", type_name(n->type));
+	case 1:
+		return snprintf(out, cap, "%llu", (unsigned long long)n->size);
+	case 2:
+		if (view_algo(n->view) == &hash_sha1)
+			return snprintf(out, cap, "%s", oid_to_hex_r(hex, &n->name));
+		if (!n->sha1.algo)
+			return 0;	/* untranslatable, or not named yet */
+		return snprintf(out, cap, "%s", oid_to_hex_r(hex, &n->sha1));
+	default:
+		return snprintf(out, cap, "%s", oid_to_hex_r(hex, &n->sha256));
+	}
+}
+
+static void xfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+			 size_t size)
+{
+	struct node n;
+	char value[OID_HEXSZ_MAX + 32];
+	int len;
+
+	if (node_get(req_xfs(req), ino, &n) || n.kind != NODE_OBJECT) {
+		fuse_reply_err(req, ENODATA);
+		return;
+	}
+	for (size_t i = 0; i < sizeof(xattr_names) / sizeof(*xattr_names); i++) {
+		if (strcmp(name, xattr_names[i]))
+			continue;
+		if (!(len = xattr_value(&n, i, value, sizeof(value))))
+			break;
+		if (!size)
+			fuse_reply_xattr(req, (size_t)len);
+		else if (size < (size_t)len)
+			fuse_reply_err(req, ERANGE);
+		else
+			fuse_reply_buf(req, value, (size_t)len);
+		return;
+	}
+	fuse_reply_err(req, ENODATA);
+}
+
+static void xfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	struct node n;
+	char list[128], value[OID_HEXSZ_MAX + 32];
+	size_t len = 0;
+
+	if (!node_get(req_xfs(req), ino, &n) && n.kind == NODE_OBJECT) {
+		for (size_t i = 0; i < sizeof(xattr_names) / sizeof(*xattr_names); i++) {
+			size_t l = strlen(xattr_names[i]) + 1;
+
+			if (!xattr_value(&n, i, value, sizeof(value)))
+				continue;
+			memcpy(list + len, xattr_names[i], l);
+			len += l;
+		}
+	}
+	if (!size)
+		fuse_reply_xattr(req, len);
+	else if (size < len)
+		fuse_reply_err(req, ERANGE);
+	else
+		fuse_reply_buf(req, list, len);
+}
+
+static void xfs_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct xfs *xfs = req_xfs(req);
+	struct statvfs sv;
+
+	memset(&sv, 0, sizeof(sv));
+	sv.f_bsize = sv.f_frsize = 4096;
+	pthread_mutex_lock(&xfs->status_lock);
+	sv.f_files = xfs->status.objects * XFS_VIEW__COUNT;
+	pthread_mutex_unlock(&xfs->status_lock);
+	sv.f_namemax = 255;
+	sv.f_flag = ST_RDONLY;
+	fuse_reply_statfs(req, &sv);
+}
+
+/* ---- writes: none ------------------------------------------------------------ */
+
+static void erofs(fuse_req_t req)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void xfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
+			int to_set, struct fuse_file_info *fi)
+{
+	erofs(req);
+}
+
+static void xfs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
+		      mode_t mode, dev_t rdev)
+{
+	erofs(req);
+}
+
+static void xfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
+		      mode_t mode)
+{
+	erofs(req);
+}
+
+static void xfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	erofs(req);
+}
+
+static void xfs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
+			const char *name)
+{
+	erofs(req);
+}
+
+static void xfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+		       fuse_ino_t newparent, const char *newname,
+		       unsigned int flags)
+{
+	erofs(req);
+}
+
+static void xfs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
+		     const char *newname)
+{
+	erofs(req);
+}
+
+static void xfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
+		      size_t size, off_t off, struct fuse_file_info *fi)
+{
+	erofs(req);
+}
+
+static void xfs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+		       mode_t mode, struct fuse_file_info *fi)
+{
+	erofs(req);
+}
+
+static void xfs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+			 const char *value, size_t size, int flags)
+{
+	erofs(req);
+}
+
+static void xfs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	erofs(req);
+}
+
+static void xfs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
+			  off_t offset, off_t length, struct fuse_file_info *fi)
+{
+	erofs(req);
+}
+
+const struct fuse_lowlevel_ops xfs_ops = {
+	.init = xfs_init,
+	.lookup = xfs_lookup,
+	.forget = xfs_forget,
+	.forget_multi = xfs_forget_multi,
+	.getattr = xfs_getattr,
+	.open = xfs_open,
+	.read = xfs_read,
+	.release = xfs_release,
+	.opendir = xfs_opendir,
+	.readdir = xfs_readdir,
+	.releasedir = xfs_releasedir,
+	.getxattr = xfs_getxattr,
+	.listxattr = xfs_listxattr,
+	.statfs = xfs_statfs,
+	.setattr = xfs_setattr,
+	.mknod = xfs_mknod,
+	.mkdir = xfs_mkdir,
+	.unlink = xfs_unlink,
+	.rmdir = xfs_unlink,
+	.symlink = xfs_symlink,
+	.rename = xfs_rename,
+	.link = xfs_link,
+	.write = xfs_write,
+	.create = xfs_create,
+	.setxattr = xfs_setxattr,
+	.removexattr = xfs_removexattr,
+	.fallocate = xfs_fallocate,
+};

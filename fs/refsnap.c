@@ -1,0 +1,253 @@
+/*
+ * refsnap.c: the refs, as each Git directory of the mount shows them.
+ *
+ * Both views hold every ref in one packed-refs file (sorted, each
+ * annotated tag followed by its "^peeled" line, so the header may say
+ * "fully-peeled": a reader then never has to open a tag to peel it), and
+ * only symbolic refs as loose files, since packed-refs cannot hold them.
+ * In sha1/ a ref appears under its SHA-1 name once the cache has one,
+ * that is, once its object's whole closure is translated; until then, or
+ * for good if the object is untranslatable, it is left out and counted.
+ *
+ * A snapshot is made on demand and kept for XFS_REFS_MAX_AGE, so a
+ * burst of reads costs one walk of the refs, and a change in the
+ * repository shows within about a second.  One thread remakes it while
+ * the others go on with the previous one; snapshots are reference
+ * counted so that a file opened on one stays consistent.
+ */
+#include "fs.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char packed_refs_header[] =
+	"# pack-refs with: peeled fully-peeled sorted \n";
+
+static void view_release(struct refsnap_view *v)
+{
+	for (size_t i = 0; i < v->nr_symrefs; i++) {
+		free(v->symrefs[i].path);
+		free(v->symrefs[i].content);
+	}
+	free(v->symrefs);
+	buf_release(&v->head);
+	buf_release(&v->packed_refs);
+}
+
+void refsnap_put(struct refsnap *snap)
+{
+	if (!snap || atomic_fetch_sub(&snap->refcount, 1) != 1)
+		return;
+	for (int g = 0; g < XFS_GIT__COUNT; g++)
+		view_release(&snap->view[g]);
+	free(snap);
+}
+
+const struct symref_file *refsnap_find(const struct refsnap_view *v,
+				       const char *path)
+{
+	size_t lo = 0, hi = v->nr_symrefs;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(v->symrefs[mid].path, path);
+
+		if (!c)
+			return &v->symrefs[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+int refsnap_has_dir(const struct refsnap_view *v, const char *path)
+{
+	size_t len = strlen(path);
+
+	/* few symbolic refs exist; a scan is plenty */
+	for (size_t i = 0; i < v->nr_symrefs; i++)
+		if (!strncmp(v->symrefs[i].path, path, len) &&
+		    v->symrefs[i].path[len] == '/')
+			return 1;
+	return 0;
+}
+
+static int add_symref(struct refsnap_view *v, const char *name,
+		      const char *target)
+{
+	struct symref_file *s;
+
+	if (ARRAY_GROW(v->symrefs, v->nr_symrefs, v->alloc_symrefs, 8))
+		return XL_ENOMEM;
+	s = &v->symrefs[v->nr_symrefs];
+	s->path = strdup(name);
+	if (!s->path || asprintf(&s->content, "ref: %s\n", target) < 0) {
+		free(s->path);
+		return err_set(XL_ENOMEM, "out of memory");
+	}
+	s->len = strlen(s->content);
+	v->nr_symrefs++;
+	return 0;
+}
+
+/* The SHA-1 name of a stored object, if it has one now. */
+static int sha1_of(struct xfs *xfs, const struct oid *oid, struct oid *out)
+{
+	struct cache_object co;
+
+	if (xlate_builtin(oid, &hash_sha1, out))
+		return 0;
+	if (cache_get(xfs_cache(xfs), oid, &co) || !co.sha1.algo)
+		return -1;
+	*out = co.sha1;
+	return 0;
+}
+
+struct snap_walk {
+	struct xfs *xfs;
+	struct refsnap *snap;
+};
+
+static int add_line(struct buf *b, const struct oid *oid, const char *name)
+{
+	char hex[OID_HEXSZ_MAX + 1];
+
+	oid_to_hex_r(hex, oid);
+	return name ? buf_addf(b, "%s %s\n", hex, name) : buf_addf(b, "^%s\n", hex);
+}
+
+static int snap_ref(const struct ref *ref, void *data)
+{
+	struct snap_walk *w = data;
+	struct refsnap_view *v1 = &w->snap->view[XFS_GIT1];
+	struct refsnap_view *v256 = &w->snap->view[XFS_GIT256];
+	char hex[OID_HEXSZ_MAX + 1];
+	struct oid peeled, o1, p1;
+	int has_peeled = 0, ret;
+	enum obj_type type;
+
+	if (ref->target)
+		return add_symref(v256, ref->name, ref->target) ?:
+		       add_symref(v1, ref->name, ref->target);
+	if (ref->has_peeled) {
+		peeled = ref->peeled;
+		has_peeled = 1;
+	} else if (!odb_read_header(repo_odb(w->xfs->repo), &ref->oid, &type, NULL) &&
+		   type == OBJ_TAG) {
+		if (repo_peel(w->xfs->repo, &ref->oid, OBJ_NONE, &peeled)) {
+			/* "fully-peeled" would be a lie for this one: leave it out */
+			xfs_log(w->xfs, "%s: cannot peel %s: %s", ref->name,
+				oid_to_hex_r(hex, &ref->oid), err_msg());
+			v1->hidden++;
+			v256->hidden++;
+			return 0;
+		}
+		has_peeled = 1;
+	}
+	if ((ret = add_line(&v256->packed_refs, &ref->oid, ref->name)) ||
+	    (has_peeled && (ret = add_line(&v256->packed_refs, &peeled, NULL))))
+		return ret;
+	if (sha1_of(w->xfs, &ref->oid, &o1) ||
+	    (has_peeled && sha1_of(w->xfs, &peeled, &p1))) {
+		v1->hidden++;
+		return 0;
+	}
+	return add_line(&v1->packed_refs, &o1, ref->name) ?:
+	       (has_peeled ? add_line(&v1->packed_refs, &p1, NULL) : 0);
+}
+
+static int snap_head(struct xfs *xfs, struct refsnap *snap)
+{
+	struct refsnap_view *v1 = &snap->view[XFS_GIT1];
+	struct refsnap_view *v256 = &snap->view[XFS_GIT256];
+	char hex[OID_HEXSZ_MAX + 1];
+	struct ref head = { 0 };
+	struct oid o1;
+	int ret;
+
+	if ((ret = refs_read(xfs->repo, "HEAD", &head))) {
+		/*
+		 * Git does not see a directory without a valid HEAD as a
+		 * repository at all; an unborn branch keeps the rest usable.
+		 */
+		xfs_log(xfs, "reading HEAD: %s", err_msg());
+		return buf_addstr(&v256->head, "ref: refs/heads/main\n") ?:
+		       buf_addstr(&v1->head, "ref: refs/heads/main\n");
+	}
+	if (head.target) {
+		ret = buf_addf(&v256->head, "ref: %s\n", head.target) ?:
+		      buf_addf(&v1->head, "ref: %s\n", head.target);
+	} else {
+		ret = buf_addf(&v256->head, "%s\n", oid_to_hex_r(hex, &head.oid));
+		if (!ret && !sha1_of(xfs, &head.oid, &o1)) {
+			ret = buf_addf(&v1->head, "%s\n", oid_to_hex_r(hex, &o1));
+		} else if (!ret) {
+			/* a detached HEAD without a SHA-1 name: an unborn branch */
+			v1->hidden++;
+			ret = buf_addstr(&v1->head,
+					 "ref: refs/heads/xlatefs-untranslatable-HEAD\n");
+		}
+	}
+	ref_release(&head);
+	return ret;
+}
+
+static struct refsnap *snap_make(struct xfs *xfs)
+{
+	struct refsnap *snap = calloc(1, sizeof(*snap));
+	struct snap_walk w = { xfs, snap };
+	int ret;
+
+	if (!snap)
+		return NULL;
+	atomic_init(&snap->refcount, 1);
+	snap->made = xfs_now();
+	for (int g = 0; g < XFS_GIT__COUNT; g++) {
+		buf_init(&snap->view[g].head);
+		buf_init(&snap->view[g].packed_refs);
+	}
+	ret = buf_addstr(&snap->view[XFS_GIT1].packed_refs, packed_refs_header) ?:
+	      buf_addstr(&snap->view[XFS_GIT256].packed_refs, packed_refs_header) ?:
+	      snap_head(xfs, snap) ?:
+	      refs_for_each(xfs->repo, snap_ref, &w);
+	if (ret) {
+		xfs_log(xfs, "reading refs: %s", err_msg());
+		refsnap_put(snap);
+		return NULL;
+	}
+	return snap;
+}
+
+struct refsnap *refsnap_get(struct xfs *xfs)
+{
+	struct refsnap *snap, *old;
+
+	pthread_mutex_lock(&xfs->snap_lock);
+	snap = xfs->snap;
+	if (snap && (xfs->snap_busy || xfs_now() - snap->made < XFS_REFS_MAX_AGE)) {
+		atomic_fetch_add(&snap->refcount, 1);
+		pthread_mutex_unlock(&xfs->snap_lock);
+		return snap;
+	}
+	xfs->snap_busy = 1;
+	pthread_mutex_unlock(&xfs->snap_lock);
+
+	snap = snap_make(xfs);
+
+	pthread_mutex_lock(&xfs->snap_lock);
+	xfs->snap_busy = 0;
+	old = xfs->snap;
+	if (snap) {
+		xfs->snap = snap;
+		atomic_fetch_add(&snap->refcount, 1);	/* the caller's */
+	} else if ((snap = old)) {
+		/* keep serving the last good snapshot; try again next time */
+		old = NULL;
+		atomic_fetch_add(&snap->refcount, 1);
+	}
+	pthread_mutex_unlock(&xfs->snap_lock);
+	refsnap_put(old);
+	return snap;
+}

@@ -1,0 +1,148 @@
+/*
+ * text.c: the generated text files: README, status, the Git directories'
+ * config, and (through the refs snapshot) HEAD, packed-refs and the
+ * loose files of symbolic refs.
+ */
+#include "fs.h"
+
+#include <string.h>
+
+int text_readme(struct xfs *xfs, struct buf *out)
+{
+	return buf_addf(out,
+		"This is an xlatefs mount: the Git repository\n"
+		"\n"
+		"    %s\n"
+		"\n"
+		"read-only, as itself (SHA-256) and as the SHA-1 repository it would be.\n"
+		"\n"
+		"    sha1/             a bare SHA-1 Git directory: git --git-dir=sha1 log\n"
+		"    sha256/           the same repository in its own SHA-256 form\n"
+		"    objects-sha1/     XX/YYYY...: the raw SHA-1 form of each object\n"
+		"    objects-sha256/   XX/YYYY...: the raw SHA-256 form\n"
+		"    status            translation state, one \"key: value\" a line\n"
+		"\n"
+		"Object files carry the extended attributes user.git.type,\n"
+		"user.git.size, user.git.sha1 and user.git.sha256 (getfattr -d).\n"
+		"Refs whose objects cannot be translated are left out of sha1/;\n"
+		"`git xlate -C %s report` says why.\n"
+		"\n"
+		"The name mapping is cached in\n"
+		"\n"
+		"    %s\n"
+		"\n"
+		"Unmount with: fusermount3 -u MOUNTPOINT\n",
+		xfs->repo_path, xfs->repo_path, xfs->cache_path);
+}
+
+/*
+ * Enough for stock Git to read the directory and never try to write
+ * to it: no automatic gc or maintenance, no reflogs, no commit-graph
+ * written by fetches.
+ */
+int text_config(enum xfs_git git, struct buf *out)
+{
+	return buf_addf(out,
+		"[core]\n"
+		"\trepositoryformatversion = %d\n"
+		"\tfilemode = true\n"
+		"\tbare = true\n"
+		"\tlogallrefupdates = false\n"
+		"%s"
+		"[gc]\n"
+		"\tauto = 0\n"
+		"\tautoPackLimit = 0\n"
+		"\tautoDetach = false\n"
+		"[maintenance]\n"
+		"\tauto = false\n"
+		"[fetch]\n"
+		"\twriteCommitGraph = false\n"
+		"[receive]\n"
+		"\tdenyNonFastForwards = true\n"
+		"\tdenyDeletes = true\n",
+		git == XFS_GIT256 ? 1 : 0,
+		git == XFS_GIT256 ? "[extensions]\n\tobjectFormat = sha256\n" : "");
+}
+
+static const char *state_name(enum xfs_state s)
+{
+	switch (s) {
+	case XFS_BUILDING:
+		return "building";
+	case XFS_READY:
+		return "ready";
+	default:
+		return "error";
+	}
+}
+
+int text_status(struct xfs *xfs, struct buf *out)
+{
+	struct xfs_status s;
+	struct refsnap *snap = refsnap_get(xfs);
+	uint64_t hidden = snap ? snap->view[XFS_GIT1].hidden : 0;
+	int ret;
+
+	refsnap_put(snap);
+	pthread_mutex_lock(&xfs->status_lock);
+	s = xfs->status;
+	pthread_mutex_unlock(&xfs->status_lock);
+	ret = buf_addf(out,
+		"state: %s\n"
+		"objects: %llu\n"
+		"translated: %llu\n"
+		"untranslatable: %llu\n"
+		"pending: %llu\n"
+		"rate: %.0f\n"
+		"hidden_refs: %llu\n"
+		"builds: %llu\n"
+		"cache: %s\n"
+		"repository: %s\n",
+		state_name(s.state), (unsigned long long)s.objects,
+		(unsigned long long)s.translated,
+		(unsigned long long)s.untranslatable,
+		(unsigned long long)s.pending, s.rate,
+		(unsigned long long)hidden, (unsigned long long)s.builds,
+		xfs->cache_path, xfs->repo_path);
+	if (!ret && s.error[0])
+		ret = buf_addf(out, "error: %s\n", s.error);
+	return ret;
+}
+
+int text_content(struct xfs *xfs, const struct node *n, struct buf *out)
+{
+	struct refsnap *snap;
+	int ret = 0;
+
+	buf_reset(out);
+	if (n->kind == NODE_TEXT) {
+		switch (n->text) {
+		case TEXT_README:
+			return buf_add(out, xfs->readme.buf, xfs->readme.len);
+		case TEXT_CONFIG:
+			return buf_add(out, xfs->config[n->git].buf,
+				       xfs->config[n->git].len);
+		case TEXT_STATUS:
+			return text_status(xfs, out);
+		default:
+			break;
+		}
+	}
+	if (!(snap = refsnap_get(xfs)))
+		return XL_EIO;
+	if (n->kind == NODE_SYMREF) {
+		const struct symref_file *s = refsnap_find(&snap->view[n->git], n->path);
+
+		/* gone since the lookup: an empty file until the kernel asks again */
+		if (s)
+			ret = buf_add(out, s->content, s->len);
+	} else if (n->text == TEXT_HEAD) {
+		ret = buf_add(out, snap->view[n->git].head.buf,
+			      snap->view[n->git].head.len);
+	} else {
+		ret = buf_add(out, snap->view[n->git].packed_refs.buf,
+			      snap->view[n->git].packed_refs.len);
+	}
+	refsnap_put(snap);
+	return ret;
+}

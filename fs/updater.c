@@ -1,0 +1,154 @@
+/*
+ * updater.c: keeping the cache up to date while the mount serves.
+ *
+ * One thread, with its own sqlite connection, runs the incremental
+ * build every XFS_POLL_INTERVAL_MS: it finds packs the cache has not
+ * finished and loose objects it does not know, names them, and commits
+ * in batches.  Readers see each batch when it commits (WAL), so a new
+ * commit's SHA-1 name, and the refs that point at it, show up a moment
+ * after the objects land.  When nothing is new a build costs a scan of
+ * the pack list and the loose object directories.
+ *
+ * The first build of a mount runs in the foreground, before mounting,
+ * unless the `background` option asks to mount at once; then this
+ * thread does it and `status` shows its progress.
+ */
+#include "fs.h"
+
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+struct build_progress {
+	struct xfs *xfs;
+	struct xlate_progress bar;
+	int tty;
+	uint64_t base_objects, base_translated;
+	double start;
+};
+
+static void build_progress_cb(void *data, uint64_t done, uint64_t total)
+{
+	struct build_progress *p = data;
+	struct xfs *xfs = p->xfs;
+	double t = xfs_now() - p->start;
+
+	if (p->tty)
+		xlate_progress_cb(&p->bar, done, total);
+	pthread_mutex_lock(&xfs->status_lock);
+	if (total) {
+		xfs->status.state = XFS_BUILDING;
+		xfs->status.objects = p->base_objects + total;
+		xfs->status.translated = p->base_translated + done;
+		xfs->status.pending = total - done;
+		xfs->status.rate = t > 0 ? (double)done / t : 0;
+	}
+	pthread_mutex_unlock(&xfs->status_lock);
+}
+
+int updater_build(struct xfs *xfs, int tty)
+{
+	struct build_progress p = { .xfs = xfs, .tty = tty, .start = xfs_now() };
+	struct xlate_build_opts opts = {
+		.unknown_headers = xfs->unknown_headers,
+		.submodule_map = xfs->submodule_map,
+		.progress = build_progress_cb,
+		.progress_data = &p,
+	};
+	struct xlate_build_stats stats;
+	uint64_t objects = 0, untranslatable = 0;
+	int ret;
+
+	xlate_progress_init(&p.bar, stderr);
+	pthread_mutex_lock(&xfs->status_lock);
+	p.base_objects = xfs->status.objects;
+	p.base_translated = xfs->status.translated + xfs->status.untranslatable;
+	pthread_mutex_unlock(&xfs->status_lock);
+
+	/* packs written since the last look (fetch, gc, repack) */
+	odb_refresh(repo_odb(xfs->repo));
+	ret = xlate_build(xfs->repo, xfs->writer, &opts, &stats);
+	if (tty)
+		xlate_progress_end(&p.bar);
+	if (!ret)
+		ret = cache_count(xfs->writer, &objects, &untranslatable);
+
+	pthread_mutex_lock(&xfs->status_lock);
+	if (ret) {
+		xfs->status.state = XFS_ERROR;
+		snprintf(xfs->status.error, sizeof(xfs->status.error), "%s",
+			 err_msg());
+	} else {
+		xfs->status.state = XFS_READY;
+		xfs->status.error[0] = '\0';
+		xfs->status.objects = objects;
+		xfs->status.untranslatable = untranslatable;
+		xfs->status.translated = objects - untranslatable;
+		xfs->status.pending = 0;
+		xfs->status.rate = 0;
+		xfs->status.builds++;
+	}
+	pthread_mutex_unlock(&xfs->status_lock);
+	if (ret)
+		xfs_log(xfs, "updating the cache: %s", err_msg());
+	else if (stats.new_objects && !tty)
+		xfs_log(xfs, "named %llu new objects (%llu untranslatable)",
+			(unsigned long long)stats.new_objects,
+			(unsigned long long)stats.untranslatable);
+	return ret;
+}
+
+static void *updater_main(void *arg)
+{
+	struct xfs *xfs = arg;
+
+	for (;;) {
+		struct timespec until;
+
+		updater_build(xfs, 0);
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += XFS_POLL_INTERVAL_MS / 1000;
+		until.tv_nsec += (long)(XFS_POLL_INTERVAL_MS % 1000) * 1000000L;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		pthread_mutex_lock(&xfs->updater_lock);
+		while (!xfs->stop &&
+		       pthread_cond_timedwait(&xfs->updater_cond, &xfs->updater_lock,
+					      &until) != ETIMEDOUT)
+			;
+		if (xfs->stop) {
+			pthread_mutex_unlock(&xfs->updater_lock);
+			return NULL;
+		}
+		pthread_mutex_unlock(&xfs->updater_lock);
+	}
+}
+
+int updater_start(struct xfs *xfs)
+{
+	int ret = pthread_create(&xfs->updater, NULL, updater_main, xfs);
+
+	if (ret)
+		return err_set(XL_EIO, "starting the updater: %s", strerror(ret));
+	xfs->updater_started = 1;
+	return 0;
+}
+
+void updater_stop(struct xfs *xfs)
+{
+	if (!xfs->updater_started)
+		return;
+	pthread_mutex_lock(&xfs->updater_lock);
+	xfs->stop = 1;
+	pthread_cond_signal(&xfs->updater_cond);
+	pthread_mutex_unlock(&xfs->updater_lock);
+	/*
+	 * A build in progress finishes its current batch first; the cache
+	 * is consistent at every commit, so waiting is only for tidiness.
+	 */
+	pthread_join(xfs->updater, NULL);
+	xfs->updater_started = 0;
+}
