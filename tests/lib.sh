@@ -14,6 +14,7 @@ test_count=0
 test_failed=0
 
 cleanup_trash() {
+	xl_umount_all
 	if [ "${XL_KEEP:-0}" = 1 ]; then
 		echo "# kept $TRASH"
 	else
@@ -83,6 +84,58 @@ same_file() {
 		diff <(head -c 20000 "$2" | cat -v) <(head -c 20000 "$3" | cat -v) 2>/dev/null |
 			head -10 | sed 's/^/# /'
 	fi
+}
+
+# ---- mounts ----------------------------------------------------------
+
+XLATEFS=$XL_TOP/xlatefs
+XL_MOUNTS=""
+
+# fuse_ok: 0 if this machine can mount FUSE file systems.  Where it
+# cannot, mount tests skip, except under XL_REQUIRE_FUSE=1 (CI), where
+# that is a failure.
+fuse_ok() {
+	[ -c /dev/fuse ] && command -v fusermount3 >/dev/null 2>&1
+}
+
+# xl_mount REPO MNT [xlatefs options...]: mount in the foreground
+# process (-f) in the background, its log in MNT.log, and wait until
+# the mount is there (up to 120 s: the first mount builds the cache).
+xl_mount() {
+	repo=$1 mnt=$2
+	shift 2
+	mkdir -p "$mnt"
+	"$XLATEFS" -f "$@" "$repo" "$mnt" >>"$mnt.log" 2>&1 &
+	echo $! >"$mnt.pid"
+	XL_MOUNTS="$XL_MOUNTS $mnt"
+	for _ in $(seq 1200); do
+		mountpoint -q "$mnt" && return 0
+		kill -0 "$(cat "$mnt.pid")" 2>/dev/null || break
+		sleep 0.1
+	done
+	echo "# mount of $repo failed:" >&2
+	sed 's/^/#   /' "$mnt.log" >&2
+	return 1
+}
+
+# xl_umount MNT: unmount and wait for the daemon to exit.
+xl_umount() {
+	fusermount3 -u "$1" 2>/dev/null || fusermount3 -u -z "$1" 2>/dev/null
+	if [ -f "$1.pid" ]; then
+		pid=$(cat "$1.pid")
+		for _ in $(seq 100); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		rm -f "$1.pid"
+	fi
+}
+
+xl_umount_all() {
+	for m in $XL_MOUNTS; do
+		mountpoint -q "$m" 2>/dev/null && xl_umount "$m"
+	done
+	XL_MOUNTS=""
 }
 
 test_done() {
