@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# t0320-mount-live.sh: a repository that changes under the mount.
+#
+# Work clones of both twins get the same new commits (pinned dates, so
+# the SHA-1 clone says what the new SHA-1 names must be).  A commit in
+# the mounted repository must show in MNT/sha1 within 10 s; then 16
+# readers run for XL_STRESS_SECONDS (30) while the repository gets more
+# commits, `git gc --prune=now` and `git repack -adf`, and not one read
+# may fail or differ.
+. "$(dirname "$0")/lib.sh"
+
+if ! fuse_ok; then
+	if [ "${XL_REQUIRE_FUSE:-0}" = 1 ]; then
+		not_ok "FUSE is available (/dev/fuse and fusermount3)"
+	else
+		skip "live mount tests" "no FUSE on this machine"
+	fi
+	test_done
+	exit
+fi
+
+T=$TRASH/tw
+if ! "$XL_TOP/tests/mk-twins.sh" "$T" >"$TRASH/twins.log" 2>&1; then
+	not_ok "make twin repositories"
+	test_done
+	exit 1
+fi
+W256=$TRASH/w256
+W1=$TRASH/w1
+git clone -q "$T/sha256-packed.git" "$W256"
+git clone -q "$T/sha1-packed.git" "$W1"
+
+# commit_both N: the same commit in both work clones
+commit_both() {
+	for w in "$W256" "$W1"; do
+		(cd "$w" && echo "change $1" >"live-$1.txt" && git add "live-$1.txt" &&
+			GIT_COMMITTER_DATE="$((1112354055 + $1)) +0200" \
+			GIT_AUTHOR_DATE="$((1112354055 + $1)) +0200" git commit -q -m "live $1") || return 1
+	done
+}
+
+M=$TRASH/m
+G=(git --git-dir="$M/sha1")
+if ! xl_mount "$W256" "$M"; then
+	not_ok "mount a work tree"
+	test_done
+	exit 1
+fi
+same_file "a work tree's sha1/ refs are the SHA-1 clone's (with the refs/remotes/origin/HEAD symref)" \
+	<(git --git-dir="$M/sha1" for-each-ref) <(git -C "$W1" for-each-ref)
+expect "refs/remotes/origin/HEAD is a loose symbolic ref file" \
+	grep -qx 'ref: refs/remotes/origin/main' "$M/sha1/refs/remotes/origin/HEAD"
+
+# ---- a new commit shows within 10 s -----------------------------------------
+commit_both 1
+want=$(git -C "$W1" rev-parse HEAD)
+start=$(date +%s.%N)
+seen=""
+for _ in $(seq 200); do
+	got=$("${G[@]}" rev-parse HEAD 2>/dev/null)
+	[ "$got" = "$want" ] && { seen=$(date +%s.%N); break; }
+	sleep 0.05
+done
+if [ -n "$seen" ]; then
+	ok "a new commit shows in sha1/ after $(awk "BEGIN { printf \"%.2f\", $seen - $start }") s"
+else
+	not_ok "a new commit shows in sha1/ within 10 s (HEAD is $got, want $want)"
+fi
+expect "its objects read as in the SHA-1 clone" \
+	cmp <("${G[@]}" cat-file -p "$want^{tree}") <(git -C "$W1" cat-file -p "$want^{tree}")
+
+# ---- readers while the repository changes and is gc'd ---------------------
+secs=${XL_STRESS_SECONDS:-30}
+fixed=$(git -C "$W1" rev-parse HEAD)
+git -C "$W1" rev-list --objects "$fixed" >"$TRASH/want-objects"
+git -C "$W1" log --format='%H %T %s' "$fixed" >"$TRASH/want-log"
+blob=$(git -C "$W1" rev-parse "$fixed:live-1.txt")
+mkdir -p "$TRASH/readers"
+reader() {
+	local i=$1 end=$(($(date +%s) + secs)) n=0 bad=0
+	while [ "$(date +%s)" -lt "$end" ]; do
+		case $((n % 3)) in
+		0) "${G[@]}" rev-list --objects "$fixed" 2>&1 | cmp -s - "$TRASH/want-objects" || bad=$((bad + 1)) ;;
+		1) "${G[@]}" log --format='%H %T %s' "$fixed" 2>&1 | cmp -s - "$TRASH/want-log" || bad=$((bad + 1)) ;;
+		2) [ "$(cat "$M/objects-sha1/${blob:0:2}/${blob:2}" 2>&1)" = "change 1" ] || bad=$((bad + 1)) ;;
+		esac
+		n=$((n + 1))
+	done
+	echo "$n $bad" >"$TRASH/readers/$i"
+}
+pids=""
+for i in $(seq 16); do
+	reader "$i" &
+	pids="$pids $!"
+done
+sleep $((secs / 6))
+commit_both 2 || not_ok "commit under load"
+sleep $((secs / 6))
+git -C "$W256" gc -q --prune=now || not_ok "git gc --prune=now under the mount"
+sleep $((secs / 6))
+commit_both 3 || not_ok "commit under load"
+git -C "$W256" repack -q -adf || not_ok "git repack -adf under the mount"
+sleep $((secs / 6))
+git -C "$W256" gc -q --prune=now || not_ok "git gc --prune=now under the mount"
+# shellcheck disable=SC2086 # a list of pids; a bare wait would wait for the daemon too
+wait $pids
+reads=$(cat "$TRASH"/readers/* | awk '{ n += $1 } END { print n }')
+errors=$(cat "$TRASH"/readers/* | awk '{ n += $2 } END { print n }')
+if [ "$errors" = 0 ] && [ "$reads" -gt 16 ]; then
+	ok "16 readers for ${secs} s through commits, gc --prune=now and repack: $reads reads, 0 errors"
+else
+	not_ok "16 readers for ${secs} s: $reads reads, $errors errors"
+fi
+expect "the daemon is still there" kill -0 "$(cat "$M.pid")"
+
+want=$(git -C "$W1" rev-parse HEAD)
+for _ in $(seq 200); do
+	[ "$("${G[@]}" rev-parse HEAD 2>/dev/null)" = "$want" ] && break
+	sleep 0.05
+done
+same_file "afterwards sha1/ has the SHA-1 clone's refs" \
+	<("${G[@]}" for-each-ref) <(git -C "$W1" for-each-ref)
+expect "and fsck finds it whole" "${G[@]}" fsck --full --strict --no-dangling
+same_file "every object by SHA-1 name after gc: the SHA-1 clone's reachable objects" \
+	<("${G[@]}" rev-list --all --objects) <(git -C "$W1" rev-list --all --objects)
+
+test_done
