@@ -33,7 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define OBJECT_COLUMNS "sha256, sha1, type, size256, size1, reason"
+#define OBJECT_COLUMNS "sha256, sha1, type, size256, size1, reason, retry"
 
 /*
  * The same, for a search through the sha1 index.  sqlite would read
@@ -43,7 +43,7 @@
  */
 #define OBJECT_COLUMNS_BY_SHA1 \
 	"sha256, (SELECT t.sha1 FROM objects AS t WHERE t.sha256 = o.sha256) " \
-	"AS sha1, type, size256, size1, reason"
+	"AS sha1, type, size256, size1, reason, retry"
 
 /* The key column of a gitlink found through an index, read from its row. */
 #define GITLINK_ROW(col) \
@@ -63,7 +63,7 @@ const char *const cache_stmt_sql[ST__COUNT] = {
 	[ST_RANGE1] = "SELECT " OBJECT_COLUMNS_BY_SHA1 " FROM objects AS o "
 		      "WHERE sha1 BETWEEN ?1 AND ?2 LIMIT 2",
 	[ST_PUT] = "INSERT OR REPLACE INTO objects(" OBJECT_COLUMNS ") "
-		   "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+		   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
 	[ST_GITLINK_PUT] = "INSERT OR REPLACE INTO "
 			   "gitlinks(tree, path, commit256, commit1) "
 			   "VALUES (?1, ?2, ?3, ?4)",
@@ -85,6 +85,9 @@ const char *const cache_stmt_sql[ST__COUNT] = {
 	/* the sha1 index holds (NULL, sha256) in order: no sort needed */
 	[ST_EACH_UNTRANSLATABLE] = "SELECT " OBJECT_COLUMNS " FROM objects "
 				   "WHERE sha1 IS NULL ORDER BY sha256",
+	/* the partial index objects_retry holds exactly these rows, in order */
+	[ST_EACH_RETRY] = "SELECT " OBJECT_COLUMNS " FROM objects "
+			  "WHERE retry = 1 ORDER BY sha256",
 	[ST_EACH_GITLINK] = "SELECT tree, path, commit256, commit1 "
 			    "FROM gitlinks ORDER BY tree, path",
 	[ST_EACH_RANGE] = "SELECT " OBJECT_COLUMNS " FROM objects "
@@ -317,6 +320,13 @@ static int row_object(struct cache *cache, sqlite3_stmt *st,
 				goto fail;
 			out->reason = b->buf;
 		}
+		if (sqlite3_column_type(st, 6) != SQLITE_INTEGER ||
+		    sqlite3_column_int64(st, 6) < 0 ||
+		    sqlite3_column_int64(st, 6) > 1) {
+			ret = ERR_CORRUPT("cache %s: bad retry flag", cache->path);
+			goto fail;
+		}
+		out->retry = (int)sqlite3_column_int64(st, 6);
 	} else if ((ret = column_size(cache, st, 4, &out->size1))) {
 		goto fail;
 	}
@@ -588,6 +598,7 @@ int cache_put(struct cache *cache, const struct cache_object *obj)
 		else
 			sqlite3_bind_null(st, 6);
 	}
+	sqlite3_bind_int(st, 7, translatable ? 0 : !!obj->retry);
 	sqlite3_bind_int(st, 3, (int)obj->type);
 	sqlite3_bind_int64(st, 4, (sqlite3_int64)obj->size256);
 	ret = run(cache, ST_PUT, "storing an object");
@@ -751,7 +762,7 @@ int cache_count(struct cache *cache, uint64_t *objects,
  * is why fn may not call into the same cache (the error-checking mutex
  * turns that deadlock into XL_EINVALID).
  */
-int cache_for_each(struct cache *cache, int untranslatable_only,
+int cache_for_each(struct cache *cache, enum cache_each_filter filter,
 		   cache_each_fn fn, void *data)
 {
 	sqlite3_stmt *st;
@@ -760,7 +771,9 @@ int cache_for_each(struct cache *cache, int untranslatable_only,
 
 	if ((ret = lock(cache)))
 		return ret;
-	st = cache->stmt[untranslatable_only ? ST_EACH_UNTRANSLATABLE : ST_EACH];
+	st = cache->stmt[filter == CACHE_EACH_RETRY ? ST_EACH_RETRY :
+			 filter == CACHE_EACH_UNTRANSLATABLE ?
+			 ST_EACH_UNTRANSLATABLE : ST_EACH];
 	while ((ret = step(cache, st, "walking objects")) == SQLITE_ROW) {
 		if ((ret = row_object(cache, st, &obj)) ||
 		    (ret = fn(&obj, data)))

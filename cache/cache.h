@@ -54,6 +54,9 @@ struct cache_object {
 				   (each thread has its own copy, so a shared
 				   cache is safe; the memory lives until the
 				   thread exits) */
+	int retry;		/* untranslatable only: the refusal is not for
+				   good (a reference was missing or could not be
+				   read), and the next build looks again */
 };
 
 typedef void (*cache_warn_fn)(void *data, const char *message);
@@ -133,7 +136,7 @@ int cache_resolve_prefix(struct cache *cache, const struct hash_algo *algo,
  * (10 s) for another process's batch.  After a failed put, roll back.
  *
  * cache_put() stores the canonical form: size1 only with a SHA-1 name,
- * reason only without one (the other is ignored).  cache_put_gitlink()
+ * reason and retry only without one (the others are ignored).  cache_put_gitlink()
  * takes a path without NUL bytes, and commit1 NULL (or with a NULL algo)
  * when the SHA-1 name is not known.
  *
@@ -165,8 +168,10 @@ int cache_count(struct cache *cache, uint64_t *objects,
 
 /*
  * Every stored object in SHA-256 name order (fn's struct is borrowed for
- * the call).  `untranslatable_only` limits the walk to objects without a
- * SHA-1 name.  A non-zero return from fn stops the walk and is returned.
+ * the call), or only those without a SHA-1 name, or only the refusals
+ * marked retry (a partial index keeps that walk in proportion to them,
+ * not to the store).  A non-zero return from fn stops the walk and is
+ * returned.
  *
  * The walk holds the cache's lock throughout (one sqlite read snapshot),
  * so fn must not call any function on the same struct cache: such a
@@ -174,8 +179,13 @@ int cache_count(struct cache *cache, uint64_t *objects,
  * threads' calls wait for the walk; use a second struct cache to read
  * or write alongside one.
  */
+enum cache_each_filter {
+	CACHE_EACH_ALL = 0,
+	CACHE_EACH_UNTRANSLATABLE = 1,
+	CACHE_EACH_RETRY = 2,
+};
 typedef int (*cache_each_fn)(const struct cache_object *obj, void *data);
-int cache_for_each(struct cache *cache, int untranslatable_only,
+int cache_for_each(struct cache *cache, enum cache_each_filter filter,
 		   cache_each_fn fn, void *data);
 
 /*

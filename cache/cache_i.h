@@ -18,8 +18,12 @@
 #define CACHE_APP_ID 2020370035
 _Static_assert(CACHE_APP_ID == 0x786c6673, "application id is \"xlfs\"");
 
-/* PRAGMA user_version: bump with every incompatible schema change. */
-#define CACHE_SCHEMA_VERSION 1
+/*
+ * PRAGMA user_version: bump with every incompatible schema change, and
+ * teach schema.c to migrate the previous one (version 1 had no `retry`
+ * column).
+ */
+#define CACHE_SCHEMA_VERSION 2
 
 /*
  * How long a statement waits for another process's lock before failing
@@ -53,6 +57,7 @@ enum cache_stmt {
 	ST_COUNT,
 	ST_EACH,
 	ST_EACH_UNTRANSLATABLE,
+	ST_EACH_RETRY,
 	ST_EACH_GITLINK,
 	ST_EACH_RANGE,		/* primary names in a range, in order */
 	ST_EACH_RANGE1,		/* SHA-1 names in a range, in order */

@@ -2,7 +2,7 @@
  * schema.c: the cache file itself: where it lives, its tables, and
  * whether it can be trusted.
  *
- * The schema, version 1 (PRAGMA user_version = 1), application id
+ * The schema, version 2 (PRAGMA user_version = 2), application id
  * 0x786c6673 "xlfs" (PRAGMA application_id), journal_mode WAL:
  *
  *   meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID
@@ -14,8 +14,15 @@
  *	     type INTEGER NOT NULL,	Git's pack type code, 1..4
  *	     size256 INTEGER NOT NULL,	bytes of the stored form
  *	     size1 INTEGER,		bytes of the SHA-1 form; NULL with sha1
- *	     reason TEXT) WITHOUT ROWID	why untranslatable; NULL with a sha1
+ *	     reason TEXT,		why untranslatable; NULL with a sha1
+ *	     retry INTEGER NOT NULL) WITHOUT ROWID
+ *					1: an untranslatable object whose refusal
+ *					may not last (a reference was missing or
+ *					unreadable): the next build looks again
  *   INDEX objects_sha1 ON objects(sha1)
+ *   INDEX objects_retry ON objects(sha256) WHERE retry = 1
+ *					(partial: holds only those rows, so the
+ *					build finds them without a table scan)
  *
  *   packs(checksum TEXT PRIMARY KEY,	pack trailer hash in hex
  *	   objects INTEGER NOT NULL) WITHOUT ROWID
@@ -44,7 +51,8 @@
  *     both 0 and no tables: a new file: set WAL, create the schema in one
  *       BEGIN IMMEDIATE transaction (re-checking inside it, since another
  *       process may be creating it at the same moment)
- *     otherwise they must be ours and CACHE_SCHEMA_VERSION
+ *     otherwise they must be ours and CACHE_SCHEMA_VERSION, or version 1,
+ *       which is migrated in place (migrate_v1: a column and an index)
  *   journal_mode=WAL, quick_check(1), the set of schema objects, meta
  *     'format', then synchronous=NORMAL and every statement prepared
  *
@@ -75,6 +83,17 @@
 #define OPEN_ATTEMPTS 3
 
 /*
+ * The retry column and its index, shared by the schema and by the
+ * migration from version 1 (where ALTER TABLE adds them).  A column
+ * constraint, since ALTER TABLE cannot add a table constraint.
+ */
+#define RETRY_CHECK \
+	"CHECK (typeof(retry) = 'integer' AND retry IN (0, 1) AND " \
+	"(retry = 0 OR sha1 IS NULL))"
+#define RETRY_INDEX \
+	"CREATE INDEX objects_retry ON objects(sha256) WHERE retry = 1;"
+
+/*
  * The schema, run once on an empty file inside a transaction.  The
  * text is constant: nothing here comes from data.
  */
@@ -89,6 +108,7 @@ static const char schema_sql[] =
 	"size256 INTEGER NOT NULL, "
 	"size1 INTEGER, "
 	"reason TEXT, "
+	"retry INTEGER NOT NULL DEFAULT 0 " RETRY_CHECK ", "
 	"CHECK (typeof(sha256) = 'blob' AND length(sha256) IN (20, 32)), "
 	"CHECK (sha1 IS NULL OR (typeof(sha1) = 'blob' AND length(sha1) = 20)), "
 	"CHECK (typeof(type) = 'integer' AND type BETWEEN 1 AND 4), "
@@ -98,6 +118,7 @@ static const char schema_sql[] =
 	"CHECK (reason IS NULL OR typeof(reason) = 'text')"
 	") WITHOUT ROWID;"
 	"CREATE INDEX objects_sha1 ON objects(sha1);"
+	RETRY_INDEX
 	"CREATE TABLE packs("
 	"checksum TEXT PRIMARY KEY NOT NULL, "
 	"objects INTEGER NOT NULL, "
@@ -131,6 +152,7 @@ static const char *const schema_objects[][2] = {
 	{ "index", "gitlinks_commit256" },
 	{ "table", "meta" },
 	{ "table", "objects" },
+	{ "index", "objects_retry" },
 	{ "index", "objects_sha1" },
 	{ "table", "packs" },
 };
@@ -377,6 +399,47 @@ fail:
 	return rc;
 }
 
+/*
+ * Version 1 to 2: add the retry column and its index.  Version 1 kept
+ * every refusal for good, including those for a reference that was only
+ * missing at the time (a shallow clone, an object still to come): all
+ * of its refusals are marked retry, so the next build looks at each once
+ * more and keeps for good only those that still fail for good.  Done in
+ * one IMMEDIATE transaction, re-reading the version inside it, since
+ * another process may be migrating the same file.  Returns 0, 1 (bad
+ * file, reason in `why`) or a negative error.
+ */
+static int migrate_v1(struct cache *cache, struct buf *why)
+{
+	int64_t version = 0;
+	int rc, found;
+
+	if ((rc = exec(cache, "BEGIN IMMEDIATE")) != SQLITE_OK)
+		return check_failed(cache, rc, "migrating from version 1", why);
+	if ((rc = query_one(cache, "PRAGMA user_version", &version, NULL,
+			    &found)) != SQLITE_OK)
+		goto fail;
+	if (version != 1) {
+		exec(cache, "ROLLBACK");
+		return 0;	/* someone else did it; the checks judge it */
+	}
+	rc = exec(cache,
+		  "ALTER TABLE objects ADD COLUMN retry INTEGER NOT NULL "
+		  "DEFAULT 0 " RETRY_CHECK ";"
+		  RETRY_INDEX
+		  "UPDATE objects SET retry = 1 WHERE sha1 IS NULL;"
+		  "PRAGMA user_version = 2;");
+	if (rc != SQLITE_OK)
+		goto fail;
+	if ((rc = exec(cache, "COMMIT")) != SQLITE_OK)
+		goto fail;
+	return 0;
+fail:
+	rc = check_failed(cache, rc, "migrating from version 1", why);
+	exec(cache, "ROLLBACK");
+	return rc;
+}
+
 /* A verdict: the file is bad, for the printf-style reason.  Returns 1. */
 static int bad(struct buf *why, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -480,6 +543,12 @@ static int check_file(struct cache *cache, struct buf *why)
 	if (app != CACHE_APP_ID)
 		return bad(why, "not an xlatefs cache (application id 0x%08x)",
 			   (unsigned int)(uint32_t)app);
+	if (version == 1) {
+		/* the journal mode cannot change inside a transaction */
+		if ((ret = set_wal(cache, why)) || (ret = migrate_v1(cache, why)) ||
+		    (ret = read_header(cache, &app, &version, &tables, why)))
+			return ret;
+	}
 	if (version != CACHE_SCHEMA_VERSION)
 		return bad(why, "schema version %lld, this xlatefs uses %d",
 			   (long long)version, CACHE_SCHEMA_VERSION);

@@ -25,6 +25,36 @@
  * A repository whose objects refer to each other in a cycle cannot exist
  * unless it is corrupt (names are hashes); the walk notices a reference
  * to an object on its own stack and refuses both instead of looping.
+ *
+ * Refusals that do not last.  A refusal is a fact about the object only
+ * when its own bytes cause it (an unknown commit header, a malformed
+ * tree, a collision, a gitlink the submodule map does not name: the map
+ * is part of the settings, so that one lasts as long as they do).  Two
+ * other kinds depend on the moment:
+ *
+ *   unreadable   the object's bytes cannot be read (a truncated loose
+ *                file, a corrupt pack entry, an object gone while we
+ *                build).  That is a read failure, not a translation
+ *                result, and may be repaired: the object is not stored
+ *                at all, and the packs holding it are not marked
+ *                finished, so the next build gathers it again (loose
+ *                objects are gathered by every build anyway).
+ *   missing      a reference names an object the repository does not
+ *                have (a shallow or partial clone, an object still to
+ *                come), or one that is unreadable or itself refused for
+ *                now.
+ *
+ * Objects refused for either reason (the dependents of an unreadable
+ * object included) are stored with the retry mark.  Every build starts
+ * by loading the cache's retry set (a partial index: its cost follows
+ * the set, not the cache) as new objects, so they are walked again with
+ * whatever has arrived since; one that still fails is stored again,
+ * marked as before.  When a refused-for-now object's other references
+ * include one refused for good, it is refused for good.
+ *
+ * Read errors that say nothing about the object (out of memory, I/O
+ * errors) and cache errors stop the build: what was committed stays,
+ * and nothing is refused because of them.
  */
 #include "xlate_i.h"
 #include "../cache/cache.h"
@@ -73,6 +103,8 @@ struct writer {
 	size_t nr, alloc;		/* guarded by lock */
 	int busy, stop;			/* guarded by lock */
 	int error;			/* guarded by lock: first failure */
+	char errmsg[1024];		/* guarded by lock: its message, since
+					   err_msg() is per thread */
 	struct cache *cache;
 	pthread_t tid;
 };
@@ -120,8 +152,10 @@ static void *writer_main(void *arg)
 			free(take[i].reason);
 		}
 		pthread_mutex_lock(&w->lock);
-		if (ret && !w->error)
+		if (ret && !w->error) {
 			w->error = ret;
+			snprintf(w->errmsg, sizeof(w->errmsg), "%s", err_msg());
+		}
 	}
 	w->busy = 0;
 	pthread_cond_broadcast(&w->idle);
@@ -144,6 +178,8 @@ static int writer_push(struct writer *w, const struct cache_object *co)
 	w->q[w->nr].co.reason = w->q[w->nr].reason;
 	w->nr++;
 	ret = w->error;
+	if (ret)	/* the message was the writer thread's: make it ours */
+		err_set(ret, "%s", w->errmsg);
 	pthread_cond_signal(&w->wake);
 	pthread_mutex_unlock(&w->lock);
 	return ret;
@@ -158,6 +194,8 @@ static int writer_drain(struct writer *w)
 	while (w->nr || w->busy)
 		pthread_cond_wait(&w->idle, &w->lock);
 	ret = w->error;
+	if (ret)
+		err_set(ret, "%s", w->errmsg);
 	pthread_mutex_unlock(&w->lock);
 	return ret;
 }
@@ -196,7 +234,8 @@ struct build {
 	const struct xlate_build_opts *opts;
 	struct xlate_build_stats *stats;
 	struct xmap map;		/* every name this build knows */
-	struct xmap by_sha1;		/* new SHA-1 names -> SHA-256 (collisions) */
+	struct xmap by_sha1;		/* new SHA-1 names -> index in map (collisions) */
+	struct xmap submodules;		/* the submodule map: for gitlinks only */
 	struct oid *todo;		/* new objects, in name order */
 	size_t nr, alloc;
 	struct pack_mark *packs;	/* packs to mark finished at the end */
@@ -206,6 +245,10 @@ struct build {
 	struct oid blocked;		/* see build_map() */
 	int has_blocked;
 	struct recent *recent;		/* see build_map() */
+	int map_failed, map_retry;	/* see build_map() */
+	struct oid map_bad;		/* the reference that failed */
+	int fatal;			/* a cache error met inside a mapping */
+	size_t nr_unreadable;		/* entries marked XMAP_F_UNREADABLE */
 	size_t in_batch;
 	double batch_start;		/* when the open transaction began */
 	struct writer writer;		/* puts results into the cache */
@@ -230,12 +273,34 @@ static void progress(struct build *b)
 				  atomic_load(&b->done), b->total);
 }
 
+/*
+ * An object that could not be read is not a result: it is counted and
+ * left out of the cache (see the top of the file).  A retried object no
+ * longer in the repository is just left as the cache has it.
+ */
+static void skip_unreadable(struct build *b, const struct oid *oid,
+			    struct xmap_entry *e)
+{
+	char hex[OID_HEXSZ_MAX + 1];
+
+	if (e->flags & XMAP_F_GONE)
+		return;
+	if (!b->stats->unreadable++)
+		snprintf(b->stats->first_unreadable,
+			 sizeof(b->stats->first_unreadable), "%s: %s",
+			 oid_to_hex_r(hex, oid), e->reason ? e->reason : "");
+}
+
 static int store(struct build *b, const struct oid *oid)
 {
 	struct xmap_entry *e = xmap_get(&b->map, oid);
 	struct cache_object co = { 0 };
 	int ret;
 
+	if (e->state == XMAP_BAD && (e->flags & XMAP_F_UNREADABLE)) {
+		skip_unreadable(b, oid, e);
+		return 0;
+	}
 	co.sha256 = *oid;
 	co.type = (enum obj_type)e->type;
 	co.size256 = e->size256;
@@ -244,7 +309,10 @@ static int store(struct build *b, const struct oid *oid)
 		co.size1 = e->size1;
 	} else {
 		co.reason = e->reason;
+		co.retry = !!(e->flags & XMAP_F_RETRY);
 		b->stats->untranslatable++;
+		if (co.retry)
+			b->stats->retry++;
 	}
 	b->stats->new_objects++;
 	if ((ret = writer_push(&b->writer, &co)))
@@ -284,21 +352,34 @@ static struct xmap_entry *remember(struct build *b,
 		e->state = XMAP_DONE;
 	} else {
 		xmap_set_bad(e, co->reason);
+		if (co->retry)
+			e->flags |= XMAP_F_RETRY;
 	}
 	return e;
 }
 
-/* The table's entry for oid, asking the cache on a miss; NULL if unknown. */
-static struct xmap_entry *lookup(struct build *b, const struct oid *oid)
+/*
+ * The table's entry for oid into *out, asking the cache on a miss; NULL
+ * if unknown.  Returns 0 or an error: a cache that cannot answer must
+ * not pass for "no such object" (that would refuse good objects).
+ */
+static int lookup(struct build *b, const struct oid *oid,
+		  struct xmap_entry **out)
 {
-	struct xmap_entry *e = xmap_get(&b->map, oid);
 	struct cache_object co;
+	int ret;
 
-	if (e || b->cache_empty)
-		return e;
-	if (cache_get(b->cache, oid, &co))
-		return NULL;
-	return remember(b, &co);
+	*out = xmap_get(&b->map, oid);
+	if (*out || b->cache_empty)
+		return 0;
+	ret = cache_get(b->cache, oid, &co);
+	if (ret == XL_ENOTFOUND)
+		return 0;
+	if (ret)
+		return ret;
+	if (!(*out = remember(b, &co)))
+		return XL_ENOMEM;
+	return 0;
 }
 
 /*
@@ -328,12 +409,24 @@ static int build_map(void *data, const struct oid *in, struct oid *out)
 		&b->recent[(in->hash[0] | in->hash[1] << 8) & (RECENT_SLOTS - 1)] : NULL;
 	struct xmap_entry *e;
 
+	char hex[OID_HEXSZ_MAX + 1];
+	int ret;
+
 	if (r && !memcmp(r->key, in->hash, 32)) {
 		oid_from_raw(out, &hash_sha1, r->sha1);
 		return 0;
 	}
-	if (!(e = lookup(b, in)))
-		return XL_ENOTFOUND;
+	if ((ret = lookup(b, in, &e))) {
+		b->fatal = ret;
+		return ret;
+	}
+	if (!e) {
+		/* missing now; a fetch or an unshallow may bring it */
+		b->map_failed = b->map_retry = 1;
+		b->map_bad = *in;
+		return err_set(XL_ENOTFOUND, "%s is not in the repository",
+			       oid_to_hex_r(hex, in));
+	}
 	if (e->state == XMAP_DONE) {
 		oid_from_raw(out, &hash_sha1, e->sha1);
 		if (r) {
@@ -346,23 +439,56 @@ static int build_map(void *data, const struct oid *in, struct oid *out)
 		b->blocked = *in;
 		b->has_blocked = 1;
 	}
+	if (e->state == XMAP_BAD) {
+		b->map_failed = 1;
+		b->map_retry = !!(e->flags & XMAP_F_RETRY);
+		b->map_bad = *in;
+	}
 	return XL_EUNSUPPORTED;
 }
 
+/*
+ * A gitlink: as upstream, the repository's own name for the commit if it
+ * has one (or its refusal); only for a commit it does not have, the
+ * submodule map.  A gitlink neither names is refused for as long as the
+ * settings (which include the map) stay.
+ */
+static int build_map_gitlink(void *data, const struct oid *in, struct oid *out)
+{
+	struct build *b = data;
+	struct xmap_entry *e;
+	char hex[OID_HEXSZ_MAX + 1];
+	int ret;
+
+	if ((ret = lookup(b, in, &e))) {
+		b->fatal = ret;
+		return ret;
+	}
+	if (e)
+		return build_map(data, in, out);
+	if ((e = xmap_get(&b->submodules, in))) {
+		oid_from_raw(out, &hash_sha1, e->sha1);
+		return 0;
+	}
+	b->map_failed = 1;
+	b->map_retry = 0;
+	b->map_bad = *in;
+	return err_set(XL_ENOTFOUND, "gitlink %s is not in the submodule map",
+		       oid_to_hex_r(hex, in));
+}
+
+/* Map pairs go to their own table: they must never hide a real name. */
 static int add_submodule_pair(void *data, const struct oid *o256,
 			      const struct oid *o1)
 {
 	struct build *b = data;
-	struct xmap_entry *e = xmap_add(&b->map, o256);
+	struct xmap_entry *e = xmap_add(&b->submodules, o256);
 
 	if (!e)
 		return XL_ENOMEM;
-	/* a commit of another repository: known, never stored here */
-	if (e->state == XMAP_PENDING) {
-		e->type = OBJ_COMMIT;
-		memcpy(e->sha1, o1->hash, 20);
-		e->state = XMAP_DONE;
-	}
+	e->type = OBJ_COMMIT;
+	memcpy(e->sha1, o1->hash, 20);
+	e->state = XMAP_DONE;
 	return 0;
 }
 
@@ -372,9 +498,11 @@ static int note_object(const struct oid *oid, void *data)
 {
 	struct build *b = data;
 	struct xmap_entry *e;
+	int ret;
 
-	b->stats->objects++;
-	if (lookup(b, oid))
+	if ((ret = lookup(b, oid, &e)))
+		return ret;
+	if (e)
 		return 0;	/* stored already, or seen in another pack */
 	if (!(e = xmap_add(&b->map, oid)))
 		return XL_ENOMEM;
@@ -390,10 +518,8 @@ static int note_pack(const struct odb_pack_info *info, void *data)
 	struct build *b = data;
 	int ret;
 
-	if (cache_pack_known(b->cache, info->checksum) == 1) {
-		b->stats->objects += info->objects;
+	if (cache_pack_known(b->cache, info->checksum) == 1)
 		return 0;
-	}
 	for (uint32_t i = 0; i < info->objects; i++) {
 		struct oid oid;
 
@@ -409,30 +535,102 @@ static int note_pack(const struct odb_pack_info *info, void *data)
 	return 0;
 }
 
+/* One of the cache's refusals for now: walk it again as if new. */
+static int note_retry(const struct cache_object *co, void *data)
+{
+	struct build *b = data;
+	struct xmap_entry *e = xmap_add(&b->map, &co->sha256);
+
+	if (!e)
+		return XL_ENOMEM;
+	e->is_new = 1;
+	e->flags = XMAP_F_RETRIED;
+	if (ARRAY_GROW(b->todo, b->nr, b->alloc, 1024))
+		return XL_ENOMEM;
+	b->todo[b->nr++] = co->sha256;
+	return 0;
+}
+
+/*
+ * A pack holding an object that could not be read is not finished: drop
+ * it from the list to mark, so that the next build gathers it again.
+ * Only runs when something was unreadable.
+ */
+static int unmark_pack(const struct odb_pack_info *info, void *data)
+{
+	struct build *b = data;
+
+	for (size_t p = 0; p < b->nr_packs; p++) {
+		if (strcmp(b->packs[p].checksum, info->checksum))
+			continue;
+		for (uint32_t i = 0; i < info->objects; i++) {
+			struct xmap_entry *e;
+			struct oid oid;
+
+			odb_pack_object(info, i, &oid);
+			e = xmap_get(&b->map, &oid);
+			if (e && e->state == XMAP_BAD &&
+			    (e->flags & XMAP_F_UNREADABLE)) {
+				b->packs[p] = b->packs[--b->nr_packs];
+				break;
+			}
+		}
+		break;
+	}
+	return 0;
+}
+
 static int cmp_oid(const void *a, const void *b)
 {
 	return oid_cmp(a, b);
 }
 
-/* Type and size of every new object; an unreadable one is refused. */
-static void classify(struct build *b)
+/*
+ * A read error about the object itself (its bytes, or its absence) makes
+ * it unreadable for this build; any other stops the build.
+ */
+static int is_unreadable(int ret)
+{
+	return ret == XL_ECORRUPT || ret == XL_ETOOBIG || ret == XL_ENOTFOUND;
+}
+
+/* Mark e unreadable after the read error `ret` (err_msg() says why). */
+static void set_unreadable(struct build *b, struct xmap_entry *e, int ret)
+{
+	char reason[1100];
+
+	snprintf(reason, sizeof(reason), "cannot read: %s", err_msg());
+	xmap_set_bad(e, reason);
+	e->flags |= XMAP_F_UNREADABLE | XMAP_F_RETRY;
+	/* a refusal for now whose object has left: leave its row alone */
+	if (ret == XL_ENOTFOUND && (e->flags & XMAP_F_RETRIED))
+		e->flags |= XMAP_F_GONE;
+	b->nr_unreadable++;
+}
+
+/* Type and size of every new object; unreadable ones are marked. */
+static int classify(struct build *b)
 {
 	for (size_t i = 0; i < b->nr; i++) {
 		struct xmap_entry *e = xmap_get(&b->map, &b->todo[i]);
 		enum obj_type type;
 		size_t size;
+		int ret;
 
-		if (odb_read_header(b->odb, &b->todo[i], &type, &size)) {
-			char reason[1100];
-
-			snprintf(reason, sizeof(reason), "cannot read: %s", err_msg());
-			xmap_set_bad(e, reason);
+		if ((ret = odb_read_header(b->odb, &b->todo[i], &type, &size))) {
+			if (!is_unreadable(ret))
+				return ret;
+			set_unreadable(b, e, ret);
 			continue;
 		}
 		e->type = (uint8_t)type;
 		e->size256 = size;
 	}
+	return 0;
 }
+
+static int check_collision(struct build *b, const struct oid *oid,
+			   const struct oid *sha1);
 
 /* ---- blobs, in parallel --------------------------------------------- */
 
@@ -441,6 +639,10 @@ struct blob_job {
 	size_t *idx;			/* positions in b->todo of the blobs */
 	size_t nr;
 	atomic_size_t next;		/* the next blob to take */
+	pthread_mutex_t lock;
+	int error;			/* guarded by lock: a read error that
+					   stops the build, and its message */
+	char errmsg[1024];
 };
 
 /* SHA-1 of "blob <size>\0" + content, streamed: no whole copy in memory. */
@@ -497,12 +699,29 @@ static void *blob_worker(void *arg)
 		/* entries do not move: nothing is added to the table meanwhile */
 		struct xmap_entry *e = xmap_get(&b->map, &b->todo[job->idx[i]]);
 
-		if (hash_blob(b->odb, &b->todo[job->idx[i]], e->sha1, &scratch)) {
+		int ret = hash_blob(b->odb, &b->todo[job->idx[i]], e->sha1,
+				    &scratch);
+
+		if (ret && is_unreadable(ret)) {
 			char reason[1100];
 
+			/* not set_unreadable(): it counts, and we are many */
 			snprintf(reason, sizeof(reason), "cannot read: %s", err_msg());
 			e->reason = strdup(reason);
+			e->flags |= XMAP_F_UNREADABLE | XMAP_F_RETRY;
+			if (ret == XL_ENOTFOUND && (e->flags & XMAP_F_RETRIED))
+				e->flags |= XMAP_F_GONE;
 			e->state = XMAP_BAD;
+		} else if (ret) {
+			pthread_mutex_lock(&job->lock);
+			if (!job->error) {
+				job->error = ret;
+				snprintf(job->errmsg, sizeof(job->errmsg), "%s",
+					 err_msg());
+			}
+			pthread_mutex_unlock(&job->lock);
+			atomic_store(&job->next, job->nr);	/* stop all */
+			break;
 		} else {
 			e->size1 = e->size256;
 			e->state = XMAP_DONE;
@@ -531,6 +750,7 @@ static int name_blobs(struct build *b)
 			job.idx[job.nr++] = i;
 	}
 	atomic_init(&job.next, 0);
+	pthread_mutex_init(&job.lock, NULL);
 	if (threads < 1)
 		threads = 1;
 	if (threads > 64)
@@ -541,9 +761,36 @@ static int name_blobs(struct build *b)
 	blob_worker(&job);	/* this thread works too */
 	for (int t = 0; t < started; t++)
 		pthread_join(tid[t], NULL);
+	pthread_mutex_destroy(&job.lock);
+	if (job.error) {
+		free(job.idx);
+		return err_set(job.error, "%s", job.errmsg);
+	}
 
-	for (size_t i = 0; i < job.nr && !ret; i++)
-		ret = store(b, &b->todo[job.idx[i]]);
+	/*
+	 * Blobs claim their SHA-1 names like everything else.  All blobs
+	 * come before any tree, so no object has used a blob's name yet
+	 * when a collision refuses it.  The cost is one insert into the
+	 * by_sha1 table per blob (and, when the cache is not empty, one
+	 * lookup by SHA-1 name, as for every other new object).
+	 */
+	for (size_t i = 0; i < job.nr && !ret; i++) {
+		const struct oid *oid = &b->todo[job.idx[i]];
+		struct xmap_entry *e = xmap_get(&b->map, oid);
+		struct oid sha1;
+
+		if (e->state == XMAP_BAD) {
+			b->nr_unreadable++;
+			ret = store(b, oid);
+			continue;
+		}
+		oid_from_raw(&sha1, &hash_sha1, e->sha1);
+		ret = check_collision(b, oid, &sha1);
+		if (ret)	/* 1: refused and stored by check_collision */
+			ret = ret < 0 ? ret : 0;
+		else
+			ret = store(b, oid);
+	}
 	free(job.idx);
 	return ret;
 }
@@ -573,10 +820,8 @@ static int collect_dep(void *data, enum xlate_ref_kind kind,
 	struct deps_ctx *d = data;
 	struct xmap_entry *e;
 
-	if (kind == XLATE_REF_GITLINK) {
-		d->f->has_gitlink = 1;
-		return 0;	/* another repository's commit: never new here */
-	}
+	if (kind == XLATE_REF_GITLINK)
+		d->f->has_gitlink = 1;	/* and if it is ours and new, a dependency */
 	/*
 	 * Blobs are all named before this walk, so a file entry cannot hold
 	 * it up; skipping their lookup halves the walk's table traffic.  (A
@@ -612,6 +857,41 @@ static int refuse(struct build *b, const struct oid *oid, const char *why)
 }
 
 /*
+ * The object could not be read (ret from the read, err_msg() why): it is
+ * left for the next build, unless the error stops this one.
+ */
+static int unreadable(struct build *b, const struct oid *oid, int ret)
+{
+	if (!is_unreadable(ret))
+		return ret;
+	set_unreadable(b, xmap_get(&b->map, oid), ret);
+	atomic_fetch_add(&b->done, 1);
+	return store(b, oid);	/* counts it; stores nothing */
+}
+
+/*
+ * Is any reference of the object refused for good?  Then so is the
+ * object, whatever the first failing reference said (the converter
+ * stops at the first).
+ */
+static int find_permanent(void *data, enum xlate_ref_kind kind,
+			  const struct oid *oid, const char *name, size_t len)
+{
+	struct build *b = data;
+	struct xmap_entry *e;
+
+	if (lookup(b, oid, &e))
+		return 0;	/* no answer: stay with "for now" */
+	if (!e) {
+		/* missing; for a gitlink, the map decides, and for good */
+		return kind == XLATE_REF_GITLINK &&
+		       !xmap_get(&b->submodules, oid) &&
+		       !xlate_builtin(oid, &hash_sha1, &(struct oid){ 0 });
+	}
+	return e->state == XMAP_BAD && !(e->flags & XMAP_F_RETRY);
+}
+
+/*
  * Start on oid: read it, list the new objects it refers to.  Returns 1
  * if a frame was made, 0 if the object was settled at once (refused),
  * or an error.
@@ -627,12 +907,9 @@ static int frame_open(struct build *b, const struct oid *oid, struct frame *f)
 	f->oid = *oid;
 	f->type = (enum obj_type)e->type;
 	buf_init(&f->content);
-	if (odb_read(b->odb, oid, &type, &f->content)) {
-		char reason[1100];
-
-		snprintf(reason, sizeof(reason), "cannot read: %s", err_msg());
+	if ((ret = odb_read(b->odb, oid, &type, &f->content))) {
 		frame_release(f);
-		return refuse(b, oid, reason);
+		return unreadable(b, oid, ret);
 	}
 	ret = xlate_refs(repo_algo(b->repo), type, f->content.buf,
 			 f->content.len, collect_dep, &d);
@@ -671,23 +948,36 @@ static int check_collision(struct build *b, const struct oid *oid,
 
 	memcpy(key.hash, sha1->hash, 20);
 	k = xmap_get(&b->by_sha1, &key);
+	if (!k && !b->cache_empty) {
+		ret = cache_get_by_sha1(b->cache, sha1, &co);
+		if (ret && ret != XL_ENOTFOUND)
+			return ret;	/* no answer is not "no owner" */
+		if (!ret && oid_cmp(&co.sha256, oid)) {
+			owner = co.sha256;
+			if ((ret = lookup(b, &owner, &o)))
+				return ret;
+			if (!o)
+				return err_set(XL_EIO, "cache lost an object");
+			goto collision;
+		}
+	}
 	if (k) {
-		/* by_sha1 keeps the owner's SHA-256 name in the reason field */
+		/* by_sha1 keeps the owner's index in map in size256 */
 		oid_from_raw(&owner, repo_algo(b->repo),
-			     (const unsigned char *)k->reason);
-	} else if (b->cache_empty || cache_get_by_sha1(b->cache, sha1, &co) ||
-		   !oid_cmp(&co.sha256, oid)) {
-		if (!(k = xmap_add(&b->by_sha1, &key)) ||
-		    !(k->reason = malloc(32)))
+			     b->map.entries[k->size256].key);
+		if (!oid_cmp(&owner, oid))
+			return 0;	/* claimed before (stored twice) */
+	} else {
+		struct xmap_entry *self = xmap_get(&b->map, oid);
+
+		/* an index, not a pointer or a copy: no allocation per name */
+		if (!(k = xmap_add(&b->by_sha1, &key)))
 			return err_set(XL_ENOMEM, "out of memory");
-		memcpy(k->reason, oid->hash, 32);
+		k->size256 = (uint64_t)(self - b->map.entries);
 		k->state = XMAP_DONE;
 		return 0;
-	} else {
-		owner = co.sha256;
-		if (!lookup(b, &owner))
-			return err_set(XL_EIO, "cache lost an object");
 	}
+collision:
 	oid_to_hex_r(hex1, sha1);
 	snprintf(why, sizeof(why), "SHA-1 collision: %s is also the name of %s",
 		 hex1, oid_to_hex_r(hex, &owner));
@@ -722,7 +1012,7 @@ static int record_gitlink(void *data, enum xlate_ref_kind kind,
 	struct gitlink_ctx *g = data;
 	struct oid sha1;
 
-	if (kind != XLATE_REF_GITLINK || build_map(g->b, oid, &sha1))
+	if (kind != XLATE_REF_GITLINK || build_map_gitlink(g->b, oid, &sha1))
 		return 0;
 	return cache_put_gitlink(g->b->cache, g->tree, name, name_len, oid,
 				 &sha1);
@@ -733,7 +1023,7 @@ static int frame_close(struct build *b, struct frame *f, struct buf *conv)
 {
 	struct xlate_opts o = {
 		repo_algo(b->repo), &hash_sha1, build_map, b,
-		b->opts->unknown_headers,
+		b->opts->unknown_headers, build_map_gitlink,
 	};
 	struct xmap_entry *e;
 	enum obj_type type;
@@ -741,15 +1031,16 @@ static int frame_close(struct build *b, struct frame *f, struct buf *conv)
 	int ret;
 
 	if (!f->content.len && f->type == OBJ_COMMIT &&
-	    odb_read(b->odb, &f->oid, &type, &f->content)) {
-		char reason[1100];
-
-		snprintf(reason, sizeof(reason), "cannot read: %s", err_msg());
+	    (ret = odb_read(b->odb, &f->oid, &type, &f->content))) {
 		xmap_get(&b->map, &f->oid)->state &= ~XMAP_VISITING;
-		return refuse(b, &f->oid, reason);
+		return unreadable(b, &f->oid, ret);
 	}
 	b->has_blocked = 0;
+	b->map_failed = b->map_retry = 0;
+	b->fatal = 0;
 	ret = xlate_object(&o, f->type, f->content.buf, f->content.len, conv);
+	if (b->fatal)
+		return b->fatal;	/* the cache failed us: not the object's fault */
 	if (ret && b->has_blocked) {
 		/* it needs an object of this build named first: walk there */
 		struct oid *p = realloc(f->deps, (f->ndeps + 1) * sizeof(*p));
@@ -764,6 +1055,24 @@ static int frame_close(struct build *b, struct frame *f, struct buf *conv)
 	e->state &= ~XMAP_VISITING;
 	if (ret == XL_ENOMEM || ret == XL_EIO)
 		return ret;
+	if (ret && b->map_failed) {
+		/* a reference failed: say which and why, and whether for good */
+		struct xmap_entry *d = xmap_get(&b->map, &b->map_bad);
+		char why[1400];
+		int retry = b->map_retry;
+
+		if (d && (d->flags & XMAP_F_UNREADABLE))
+			snprintf(why, sizeof(why), "%s (%s)", err_msg(), d->reason);
+		else
+			snprintf(why, sizeof(why), "%s", err_msg());
+		if (retry && xlate_refs(repo_algo(b->repo), f->type, f->content.buf,
+					f->content.len, find_permanent, b) == 1)
+			retry = 0;
+		e = xmap_get(&b->map, &f->oid);
+		e->flags = (uint8_t)((e->flags & ~XMAP_F_RETRY) |
+				     (retry ? XMAP_F_RETRY : 0));
+		return refuse(b, &f->oid, why);
+	}
 	if (ret)
 		return refuse(b, &f->oid, err_msg());
 	hash_object(&hash_sha1, type_name(f->type), conv->buf, conv->len, &sha1);
@@ -1036,20 +1345,25 @@ int xlate_build(struct repo *repo, struct cache *cache,
 	    (ret = cache_count(cache, &count, &bad)))
 		goto out;
 	b.cache_empty = count == 0;
-	if ((ret = xmap_init(&b.map, 1024)) || (ret = xmap_init(&b.by_sha1, 1024)))
+	if ((ret = xmap_init(&b.map, 1024)) || (ret = xmap_init(&b.by_sha1, 1024)) ||
+	    (ret = xmap_init(&b.submodules, 16)))
 		goto out;
 	if (opts->submodule_map &&
 	    (ret = xlate_read_submodule_map(opts->submodule_map,
 					    add_submodule_pair, &b)))
 		goto out;
 
-	if ((ret = odb_for_each_pack(b.odb, note_pack, &b)) ||
+	/* the refusals for now first, so that gathering does not take them as settled */
+	if ((!b.cache_empty &&
+	     (ret = cache_for_each(cache, CACHE_EACH_RETRY, note_retry, &b))) ||
+	    (ret = odb_for_each_pack(b.odb, note_pack, &b)) ||
 	    (ret = odb_for_each_loose(b.odb, note_object, &b)))
 		goto out;
 	if (b.nr)
 		qsort(b.todo, b.nr, sizeof(*b.todo), cmp_oid);
 	b.total = b.nr;
-	classify(&b);
+	if ((ret = classify(&b)))
+		goto out;
 	progress(&b);
 
 	if ((ret = cache_begin(cache)))
@@ -1083,18 +1397,24 @@ int xlate_build(struct repo *repo, struct cache *cache,
 		if (!ret)
 			ret = werr;
 	}
+	if (!ret && b.nr_unreadable)
+		ret = odb_for_each_pack(b.odb, unmark_pack, &b);
 	for (size_t i = 0; i < b.nr_packs && !ret; i++)
 		ret = cache_pack_done(cache, b.packs[i].checksum, b.packs[i].objects);
 	if (!ret)
 		ret = cache_commit(cache);
 	else
 		cache_rollback(cache);
+	/* counted from the cache: an object in two packs is one row */
+	if (!ret && !cache_count(cache, &count, &bad))
+		stats->objects = count + stats->unreadable;
 	progress(&b);
 out:
 	buf_release(&settings);
 	free(b.recent);
 	xmap_release(&b.map);
 	xmap_release(&b.by_sha1);
+	xmap_release(&b.submodules);
 	free(b.todo);
 	free(b.packs);
 	return ret;

@@ -162,6 +162,16 @@ static int stream_object(struct repo *repo, const struct oid *oid,
 	return ret;
 }
 
+/* A blob big enough to stream (STREAM_MIN), as the native path does. */
+static int is_big_blob(struct repo *repo, const struct oid *oid)
+{
+	enum obj_type type;
+	size_t size;
+
+	return !odb_read_header(repo_odb(repo), oid, &type, &size) &&
+	       type == OBJ_BLOB && size >= STREAM_MIN;
+}
+
 /* ---- names of either algorithm -------------------------------------- */
 
 static int is_hex(const char *s, size_t len)
@@ -304,14 +314,21 @@ static int cat_one(struct cli *cli, char opt, const char *type_arg,
 				return cli_error(EXIT_NOTFOUND, "%s: bad file", name);
 			}
 		}
-		if (in_sha1)
-			ret = xlate_sha1_form(repo, cli->cache, cli->unknown_headers,
-					      &oid, &type, &obj);
-		else
-			ret = odb_read(repo_odb(repo), &oid, &type, &obj);
-		if (ret)
-			goto fail;
-		out_write(&o, obj.buf, obj.len);
+		if (is_big_blob(repo, &oid)) {
+			/* a blob's SHA-1 form is its stored form: stream it */
+			if ((ret = stream_object(repo, &oid, &o)))
+				goto fail;
+		} else {
+			if (in_sha1)
+				ret = xlate_sha1_form(repo, cli->cache,
+						      cli->unknown_headers, &oid,
+						      &type, &obj);
+			else
+				ret = odb_read(repo_odb(repo), &oid, &type, &obj);
+			if (ret)
+				goto fail;
+			out_write(&o, obj.buf, obj.len);
+		}
 	}
 	buf_release(&obj);
 	ret = out_flush(&o);
@@ -414,6 +431,13 @@ static int batch_object_sha1(struct batch *b, const struct oid *oid,
 	if (b->mode == BATCH_CHECK) {
 		batch_header(b, &sha1, type, size, rest);
 		return 0;
+	}
+	if (type == OBJ_BLOB && size >= STREAM_MIN) {
+		/* the same bytes in both forms: streamed, never held whole */
+		batch_header(b, &sha1, type, size, rest);
+		if ((ret = stream_object(b->repo, oid, &b->out)))
+			return ret;
+		return out_write(&b->out, "\n", 1);
 	}
 	if ((ret = xlate_sha1_form(b->repo, b->cli->cache,
 				   b->cli->unknown_headers, oid, &type, &b->obj)))

@@ -6,6 +6,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 /* ---- build ---------------------------------------------------------- */
@@ -13,19 +14,27 @@
 int cmd_build(struct cli *cli, int argc, char **argv)
 {
 	struct xlate_build_stats st;
+	int verbose = 0;
 
-	if (argc != 1)
-		return cli_error(EXIT_USAGE, "usage: git xlate build");
+	if (argc == 2 && (!strcmp(argv[1], "-v") || !strcmp(argv[1], "--verbose")))
+		verbose = 1;
+	else if (argc != 1)
+		return cli_error(EXIT_USAGE, "usage: git xlate build [-v]");
 	cli->check_all = 1;
 	if (cli_build(cli, &st))
 		return cli_fail(NULL);
-	if (isatty(2))
+	if (verbose || isatty(2))
 		fprintf(stderr, "%llu objects; %llu newly named, %llu untranslatable%s\n",
 			(unsigned long long)st.objects,
 			(unsigned long long)st.new_objects,
 			(unsigned long long)st.untranslatable,
 			st.untranslatable ? " (see git xlate report)" : "");
-	return EXIT_OK;
+	/*
+	 * Everything else is named and committed (cli_build warned), but
+	 * the repository has objects that cannot be read: that is exit 1,
+	 * "an object cannot be read", as for any other command.
+	 */
+	return st.unreadable ? EXIT_NOTFOUND : EXIT_OK;
 }
 
 /* ---- map ------------------------------------------------------------ */
@@ -118,7 +127,7 @@ int cmd_export(struct cli *cli, int argc, char **argv)
 		return cli_fail(NULL);
 	if (idx)
 		out_str(&o, "# loose-object-idx\n");
-	ret = cache_for_each(cache, 0, idx ? export_idx : export_tsv, &o);
+	ret = cache_for_each(cache, CACHE_EACH_ALL, idx ? export_idx : export_tsv, &o);
 	if (!ret)
 		ret = out_flush(&o);
 	out_release(&o);
@@ -138,6 +147,8 @@ static int report_object(const struct cache_object *co, void *data)
 	out_str(o, type_name(co->type) ? type_name(co->type) : "unknown");
 	out_str(o, ": ");
 	out_str(o, co->reason ? co->reason : "untranslatable");
+	if (co->retry)
+		out_str(o, " [retried by the next build]");
 	return out_write(o, "\n", 1);
 }
 
@@ -184,7 +195,8 @@ static int report_gitlink(const struct oid *tree, const char *path,
 	out_str(o, ": ");
 	out_str(o, oid_to_hex_r(hex, c256));
 	out_str(o, " -> ");
-	out_str(o, oid_to_hex_r(hex, c1));
+	/* recorded without a SHA-1 name: the tree it is in was refused */
+	out_str(o, c1 ? oid_to_hex_r(hex, c1) : "(no SHA-1 name)");
 	return out_write(o, "\n", 1);
 }
 
@@ -214,7 +226,7 @@ int cmd_report(struct cli *cli, int argc, char **argv)
 	out_str(&o, line);
 
 	out_str(&o, "\nuntranslatable objects:\n");
-	if ((ret = cache_for_each(cache, 1, report_object, &o)))
+	if ((ret = cache_for_each(cache, CACHE_EACH_UNTRANSLATABLE, report_object, &o)))
 		goto out;
 
 	out_str(&o, "\nrefs left out of the SHA-1 view:\n");

@@ -52,7 +52,7 @@ static int verify_one(struct cli *cli, const struct oid *oid,
 		      struct buf *back, struct buf *why)
 {
 	struct xlate_opts o = { &hash_sha1, repo_algo(cli->repo), map_back,
-				cli->cache, XLATE_UNKNOWN_COPY };
+				cli->cache, XLATE_UNKNOWN_COPY, NULL };
 	struct cache_object co;
 	enum obj_type type, t2;
 	struct oid h;
@@ -104,7 +104,7 @@ int cmd_verify(struct cli *cli, int argc, char **argv)
 	if (!cli_cache(cli))
 		return EXIT_NOTFOUND;
 	/* the walk holds the cache; check after it */
-	if ((ret = cache_for_each(cli->cache, 0, collect_translated, &c))) {
+	if ((ret = cache_for_each(cli->cache, CACHE_EACH_ALL, collect_translated, &c))) {
 		free(c.v);
 		return cli_fail(NULL);
 	}

@@ -140,7 +140,12 @@ static int convert_tree(const struct xlate_opts *o, const char *buf,
 			return ret;
 		oid_from_raw(&in, o->from,
 			     (const unsigned char *)name + name_len);
-		if ((ret = map_oid(o, &in, &mapped)))
+		if ((mode & 0170000) == 0160000 && o->map_gitlink &&
+		    !xlate_builtin(&in, o->to, &mapped))
+			ret = o->map_gitlink(o->map_data, &in, &mapped);
+		else
+			ret = map_oid(o, &in, &mapped);
+		if (ret)
 			return map_failed(ret, "failed to map tree entry for %s",
 					  &in);
 		buf_add(out, p, (size_t)(name - p) + name_len);

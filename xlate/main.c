@@ -104,6 +104,15 @@ int cli_build(struct cli *cli, struct xlate_build_stats *stats)
 	xlate_progress_init(&p, stderr);
 	ret = xlate_build(cli->repo, cli->cache, &opts, stats);
 	xlate_progress_end(&p);
+	if (!ret && stats->unreadable)
+		cli_error(0, "warning: %llu object%s cannot be read and %s left "
+			  "for the next build, with what needs %s (see git xlate "
+			  "report); first: %s",
+			  (unsigned long long)stats->unreadable,
+			  stats->unreadable == 1 ? "" : "s",
+			  stats->unreadable == 1 ? "is" : "are",
+			  stats->unreadable == 1 ? "it" : "them",
+			  stats->first_unreadable);
 	if (!ret)
 		cli->built = 1;
 	return ret;

@@ -5,6 +5,7 @@
 #include "xlate.h"
 #include "../cache/cache.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,14 +20,9 @@ static int map_by_cache(void *data, const struct oid *in, struct oid *out)
 	char hex[OID_HEXSZ_MAX + 1];
 	int ret = cache_get(m->cache, in, &co);
 
-	if (ret == XL_ENOTFOUND) {
-		/* a gitlink: a commit of another repository, from the map */
-		ret = cache_get_gitlink(m->cache, in, out);
-		if (ret == XL_ENOTFOUND)
-			return err_set(XL_ENOTFOUND, "no SHA-1 name known for %s",
-				       oid_to_hex_r(hex, in));
-		return ret;
-	}
+	if (ret == XL_ENOTFOUND)
+		return err_set(XL_ENOTFOUND, "no SHA-1 name known for %s",
+			       oid_to_hex_r(hex, in));
 	if (ret)
 		return ret;
 	if (!co.sha1.algo)
@@ -36,6 +32,27 @@ static int map_by_cache(void *data, const struct oid *in, struct oid *out)
 	return 0;
 }
 
+/*
+ * A gitlink: the repository's own name for the commit if it has one, as
+ * the build did; else the one the build recorded from the submodule map.
+ */
+static int map_gitlink_by_cache(void *data, const struct oid *in,
+				struct oid *out)
+{
+	struct cache_map *m = data;
+	struct cache_object co;
+	char hex[OID_HEXSZ_MAX + 1];
+	int ret = cache_get(m->cache, in, &co);
+
+	if (ret != XL_ENOTFOUND)
+		return map_by_cache(data, in, out);
+	ret = cache_get_gitlink(m->cache, in, out);
+	if (ret == XL_ENOTFOUND)
+		return err_set(XL_ENOTFOUND, "no SHA-1 name known for %s",
+			       oid_to_hex_r(hex, in));
+	return ret;
+}
+
 int xlate_sha1_form(struct repo *repo, struct cache *cache,
 		    enum xlate_unknown unknown_headers,
 		    const struct oid *sha256, enum obj_type *type,
@@ -43,7 +60,7 @@ int xlate_sha1_form(struct repo *repo, struct cache *cache,
 {
 	struct cache_map m = { cache };
 	struct xlate_opts o = { repo_algo(repo), &hash_sha1, map_by_cache, &m,
-				unknown_headers };
+				unknown_headers, map_gitlink_by_cache };
 	struct buf native = BUF_INIT;
 	struct cache_object co;
 	char hex[OID_HEXSZ_MAX + 1];
@@ -62,10 +79,22 @@ int xlate_sha1_form(struct repo *repo, struct cache *cache,
 		/* the same bytes: hand the buffer over instead of copying */
 		buf_release(out);
 		*out = native;
-		return 0;
+	} else {
+		ret = xlate_object(&o, *type, native.buf, native.len, out);
+		buf_release(&native);
 	}
-	ret = xlate_object(&o, *type, native.buf, native.len, out);
-	buf_release(&native);
+	/*
+	 * The cache's size is what stat() and pack headers promise: a form
+	 * of another size means the cache and the repository disagree
+	 * (a tampered cache, or a bug), and must not be served.
+	 */
+	if (!ret && co.sha1.algo && out->len != co.size1) {
+		ret = ERR_CORRUPT("cache %s says the SHA-1 form of %s is %llu "
+				  "bytes, but it is %zu", cache_path(cache),
+				  oid_to_hex_r(hex, sha256),
+				  (unsigned long long)co.size1, out->len);
+		buf_reset(out);
+	}
 	return ret;
 }
 
@@ -105,6 +134,41 @@ static int resolve_sha1(struct cache *cache, const char *hex, size_t len,
 	return ret;
 }
 
+/*
+ * `name` as a ref, by Git's DWIM rules (the list repo_resolve_name()
+ * uses); a broken or unborn ref is skipped, as Git does.
+ */
+static int dwim_ref(struct repo *repo, const char *name, struct oid *out)
+{
+	static const char *const rules[] = {
+		"%s", "refs/%s", "refs/tags/%s", "refs/heads/%s",
+		"refs/remotes/%s", "refs/remotes/%s/HEAD",
+	};
+	struct buf full = BUF_INIT;
+	int ret = XL_ENOTFOUND;
+
+	for (size_t i = 0; i < sizeof(rules) / sizeof(*rules) && ret; i++) {
+		struct ref ref;
+
+		buf_reset(&full);
+		if (buf_addf(&full, rules[i], name)) {
+			ret = XL_ENOMEM;
+			break;
+		}
+		if (refs_read(repo, full.buf, &ref)) {
+			err_clear();
+			continue;
+		}
+		if (!oid_is_null(&ref.oid)) {
+			*out = ref.oid;
+			ret = 0;
+		}
+		ref_release(&ref);
+	}
+	buf_release(&full);
+	return ret;
+}
+
 int xlate_resolve(struct repo *repo, struct cache *cache, const char *name,
 		  struct oid *sha256, const struct hash_algo **given)
 {
@@ -138,6 +202,20 @@ int xlate_resolve(struct repo *repo, struct cache *cache, const char *name,
 	} else if (len == 40) {
 		ret = resolve_sha1(cache, base, len, sha256);
 		*given = &hash_sha1;
+	} else if (!dwim_ref(repo, base, &a)) {
+		/*
+		 * A ref whose name is also hex: Git 2.39 takes the ref
+		 * (`git cat-file -t 1234` with a branch 1234), and warns
+		 * "refname '1234' is ambiguous." when the name is also the
+		 * abbreviation of exactly one object.  Of either kind, here.
+		 */
+		if (!odb_resolve_prefix(repo_odb(repo), base, len, &b) ||
+		    !resolve_sha1(cache, base, len, &b))
+			fprintf(stderr, "warning: refname '%s' is ambiguous.\n", base);
+		err_clear();
+		*sha256 = a;
+		*given = &hash_sha256;
+		ret = 0;
 	} else {
 		/* abbreviated hex: it may abbreviate a name of either kind */
 		r256 = repo_resolve_name(repo, base, &a);

@@ -47,6 +47,14 @@ struct xlate_opts {
 	xlate_map_fn map;
 	void *map_data;
 	enum xlate_unknown unknown_headers;
+	/*
+	 * For gitlinks (tree entries of mode 160000) only, if not NULL:
+	 * upstream looks a gitlink up in the repository's own table like
+	 * any name, and a submodule map can only add names for commits the
+	 * repository does not have; so this is map plus the outside names.
+	 * NULL: gitlinks go through map.
+	 */
+	xlate_map_fn map_gitlink;
 };
 
 /*
@@ -105,10 +113,16 @@ struct xlate_build_opts {
 };
 
 struct xlate_build_stats {
-	uint64_t objects;		/* in the repository */
-	uint64_t new_objects;		/* named by this build */
+	uint64_t objects;		/* distinct objects known: the cache's rows
+					   (an object in two packs counts once),
+					   plus those that could not be read */
+	uint64_t new_objects;		/* named (or refused) by this build */
 	uint64_t untranslatable;	/* of those */
+	uint64_t retry;			/* of those, refused only for now */
 	uint64_t collisions;		/* objects refused for sharing a SHA-1 name */
+	uint64_t unreadable;		/* objects that could not be read: not
+					   stored, tried again by the next build */
+	char first_unreadable[600];	/* "<name>: <why>" of the first of them */
 };
 
 /*
@@ -126,10 +140,17 @@ struct xlate_build_stats {
  *
  * An object that cannot be converted, and everything that refers to it,
  * is stored without a SHA-1 name and with the reason.  Two objects that
- * would share a SHA-1 name are both refused.
+ * would share a SHA-1 name are both refused.  A refusal because a
+ * reference is missing or unreadable is stored as retry, and looked at
+ * again by every later build until it settles.
  *
- * Returns 0, or an error (cache failures, an unreadable submodule map);
- * unreadable objects are not errors but untranslatable entries.
+ * An object whose bytes cannot be read (corrupt, over a limit, gone) is
+ * not stored at all, and counted in stats->unreadable; its pack is not
+ * marked finished, so the next build tries it again.
+ *
+ * Returns 0, or an error: cache failures, an unreadable submodule map,
+ * and read errors that say nothing about the object (out of memory, I/O
+ * errors), which stop the build; what was committed stays.
  */
 int xlate_build(struct repo *repo, struct cache *cache,
 		const struct xlate_build_opts *opts,

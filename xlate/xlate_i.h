@@ -24,8 +24,20 @@ struct xmap_entry {
 	uint8_t state;		/* enum xmap_state */
 	uint8_t type;		/* enum obj_type; 0 if not yet known */
 	uint8_t is_new;		/* found in this build (to be stored) */
+	uint8_t flags;		/* XMAP_F_* (fills what was padding) */
 	uint64_t size256, size1;
 	char *reason;		/* owned; XMAP_BAD only */
+};
+
+/*
+ * Flags of an entry, about refusals (see build.c, "refusals that do not
+ * last").
+ */
+enum xmap_flags {
+	XMAP_F_RETRY = 1,	/* XMAP_BAD, but only for now: stored with retry */
+	XMAP_F_UNREADABLE = 2,	/* XMAP_BAD: could not be read; never stored */
+	XMAP_F_RETRIED = 4,	/* came from the cache's retry set */
+	XMAP_F_GONE = 8,	/* ... and is no longer in the repository */
 };
 
 struct xmap_slot;

@@ -271,7 +271,7 @@ static void check_replaced(struct cache *c, const struct warnings *w)
 	CHECK_INT(cache_commit(c), 0);
 	CHECK_INT(has(c, 3), 1);
 	CHECK_INT(sql_int(db_path, "PRAGMA application_id"), 0x786c6673);
-	CHECK_INT(sql_int(db_path, "PRAGMA user_version"), 1);
+	CHECK_INT(sql_int(db_path, "PRAGMA user_version"), 2);
 }
 
 /* ---- basics ---------------------------------------------------------- */
@@ -294,7 +294,7 @@ TEST(open_creates_schema)
 	}
 	CHECK_INT(w.n, 0);
 	CHECK_INT(sql_int(db_path, "PRAGMA application_id"), 0x786c6673);
-	CHECK_INT(sql_int(db_path, "PRAGMA user_version"), 1);
+	CHECK_INT(sql_int(db_path, "PRAGMA user_version"), 2);
 	/* journal_mode reads back as text; WAL is recorded in the header */
 	CHECK_INT(sql_int(db_path, "SELECT count(*) FROM pragma_journal_mode "
 			  "WHERE journal_mode = 'wal'"), 1);
@@ -968,10 +968,10 @@ TEST(corrupt_future_version)
 
 	scratch_begin();
 	make_cache(&hash_sha256, 100);
-	sql(db_path, "PRAGMA user_version = 2");
+	sql(db_path, "PRAGMA user_version = 3");
 	c = open_ok(&hash_sha256, &w);
 	check_replaced(c, &w);
-	CHECK(strstr(w.last, "schema version 2") != NULL);
+	CHECK(strstr(w.last, "schema version 3") != NULL);
 	cache_close(c);
 
 	/* and an older one */
@@ -1059,6 +1059,7 @@ TEST(corrupt_rows_rejected_on_read)
 	struct gl_walk gw;
 	struct walk wk;
 	struct oid name;
+
 
 	scratch_begin();
 	sql(db_path,
@@ -1580,6 +1581,78 @@ TEST(default_path)
 	scratch_end();
 }
 
+
+/*
+ * A version 1 file (no retry column) is migrated in place, not thrown
+ * away: its names stay, and its refusals, which version 1 kept for good
+ * even when only a reference was missing, are all marked retry so that
+ * the next build looks at each once more.
+ */
+static int count_fn(const struct cache_object *co, void *data)
+{
+	(*(int *)data)++;
+	return 0;
+}
+
+TEST(migrate_from_version_1)
+{
+	struct warnings w = { 0 };
+	struct cache_object got;
+	struct cache *c;
+	struct oid name;
+	int n = 0;
+
+	scratch_begin();
+	sql(db_path,
+	    "PRAGMA journal_mode = WAL;"
+	    "CREATE TABLE meta(key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) WITHOUT ROWID;"
+	    "CREATE TABLE objects(sha256 BLOB PRIMARY KEY NOT NULL, sha1 BLOB, "
+	    "type INTEGER NOT NULL, size256 INTEGER NOT NULL, size1 INTEGER, "
+	    "reason TEXT) WITHOUT ROWID;"
+	    "CREATE INDEX objects_sha1 ON objects(sha1);"
+	    "CREATE TABLE packs(checksum TEXT PRIMARY KEY NOT NULL, objects INTEGER NOT NULL) WITHOUT ROWID;"
+	    "CREATE TABLE gitlinks(tree BLOB NOT NULL, path BLOB NOT NULL, "
+	    "commit256 BLOB NOT NULL, commit1 BLOB, PRIMARY KEY(tree, path)) WITHOUT ROWID;"
+	    "CREATE INDEX gitlinks_commit256 ON gitlinks(commit256);"
+	    "CREATE INDEX gitlinks_commit1 ON gitlinks(commit1);"
+	    "INSERT INTO meta VALUES ('format', 'sha256');"
+	    "INSERT INTO meta VALUES ('settings', 'unknown-headers=fail');"
+	    "PRAGMA application_id = 2020370035; PRAGMA user_version = 1;"
+	    "INSERT INTO objects VALUES (x'" R32("11") "', x'" R20("aa") "', 3, 5, 5, NULL);"
+	    "INSERT INTO objects VALUES (x'" R32("22") "', NULL, 1, 7, NULL, 'unable to map parent');");
+	c = open_ok(&hash_sha256, &w);
+	CHECK_INT(w.n, 0);
+	if (!c)
+		goto out;
+	CHECK_INT(sql_int(db_path, "PRAGMA user_version"), 2);
+	memset(name.hash, 0x11, sizeof(name.hash));
+	oid_from_raw(&name, &hash_sha256, name.hash);
+	CHECK_INT(cache_get(c, &name, &got), 0);
+	CHECK(got.sha1.algo == &hash_sha1);
+	CHECK_INT(got.retry, 0);
+	memset(name.hash, 0x22, sizeof(name.hash));
+	oid_from_raw(&name, &hash_sha256, name.hash);
+	CHECK_INT(cache_get(c, &name, &got), 0);
+	CHECK(got.sha1.algo == NULL);
+	CHECK_INT(got.retry, 1);
+	CHECK_INT(cache_for_each(c, CACHE_EACH_RETRY, count_fn, &n), 0);
+	CHECK_INT(n, 1);
+	/* a refusal for good, stored again, leaves the retry set */
+	got.retry = 0;
+	got.reason = "unknown commit header 'x'";
+	CHECK_INT(cache_put(c, &got), 0);
+	n = 0;
+	CHECK_INT(cache_for_each(c, CACHE_EACH_RETRY, count_fn, &n), 0);
+	CHECK_INT(n, 0);
+	cache_close(c);
+	/* and it opens again as version 2, with nothing to migrate */
+	c = open_ok(&hash_sha256, &w);
+	CHECK_INT(w.n, 0);
+	cache_close(c);
+out:
+	scratch_end();
+}
+
 const struct test tests[] = {
 	T(open_creates_schema),
 	T(put_get_both_names),
@@ -1595,6 +1668,7 @@ const struct test tests[] = {
 	T(corrupt_truncated),
 	T(corrupt_foreign_application),
 	T(corrupt_future_version),
+	T(migrate_from_version_1),
 	T(corrupt_other_format),
 	T(corrupt_schema_tampered),
 	T(corrupt_rows_rejected_on_read),

@@ -108,7 +108,8 @@ static unsigned char pattern(size_t i)
 static int sizes(const void *bytes, size_t n, size_t *base, size_t *result,
 		 size_t *consumed)
 {
-	const unsigned char *g = guarded_copy(bytes, n), *p = g;
+	unsigned char *g = guarded_copy(bytes, n);
+	const unsigned char *p = g;
 	int ret = delta_sizes(&p, g + n, base, result);
 
 	*consumed = (size_t)(p - g);

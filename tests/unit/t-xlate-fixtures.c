@@ -96,9 +96,9 @@ static void check_fixture(const char *name, const char *submap)
 {
 	char repo_path[512], hex[65], want[65];
 	struct xlate_opts to1 = { &hash_sha256, &hash_sha1, find, &tab,
-				  XLATE_UNKNOWN_FAIL };
+				  XLATE_UNKNOWN_FAIL, NULL };
 	struct xlate_opts to256 = { &hash_sha1, &hash_sha256, find, &tab,
-				    XLATE_UNKNOWN_FAIL };
+				    XLATE_UNKNOWN_FAIL, NULL };
 	struct buf obj = BUF_INIT, sha1_form = BUF_INIT, back = BUF_INIT;
 	struct repo *repo;
 	size_t n_ok = 0, n_refused = 0, n_objects;
@@ -178,7 +178,7 @@ TEST(unknown_header_copy_policy)
 		"author A <a@b> 1 +0000\ncommitter A <a@b> 1 +0000\n"
 		"change-id zzzz\n\nmsg\n";
 	struct xlate_opts o = { &hash_sha256, &hash_sha1, find, &tab,
-				XLATE_UNKNOWN_FAIL };
+				XLATE_UNKNOWN_FAIL, NULL };
 	struct buf out = BUF_INIT;
 
 	CHECK_INT(xlate_object(&o, OBJ_COMMIT, commit, strlen(commit), &out),

@@ -46,9 +46,9 @@ static int map(void *data, const struct oid *in, struct oid *out)
 }
 
 static const struct xlate_opts to1 = { &hash_sha256, &hash_sha1, map, NULL,
-				       XLATE_UNKNOWN_FAIL };
+				       XLATE_UNKNOWN_FAIL, NULL };
 static const struct xlate_opts to256 = { &hash_sha1, &hash_sha256, map, NULL,
-					 XLATE_UNKNOWN_FAIL };
+					 XLATE_UNKNOWN_FAIL, NULL };
 
 /* Expand "%A" (64-hex), "%a" (40-hex twin) and so on in a template. */
 static void expand(struct buf *out, const char *t)
