@@ -46,6 +46,7 @@
 #define XFS_TTL_LIVE 1.0		/* names of refs, HEAD, status */
 #define XFS_REFS_MAX_AGE 1.0		/* a refs snapshot is redone after this */
 #define XFS_POLL_INTERVAL_MS 1000	/* the updater looks for new objects */
+#define XFS_STOP_WAIT_S 3		/* for a running build, at unmount */
 
 /*
  * Objects up to this size are made whole when opened; a bigger blob is
@@ -92,7 +93,12 @@ struct refsnap_view {
 	struct symref_file *symrefs;	/* sorted by path */
 	size_t nr_symrefs, alloc_symrefs;
 	uint64_t hidden;		/* refs left out: no name in this view */
+	char **hidden_names;		/* the first XFS_HIDDEN_NAMED of them */
+	size_t nr_hidden_names, alloc_hidden_names;
 };
+
+/* How many left-out refs status names (the count is always complete). */
+#define XFS_HIDDEN_NAMED 100
 
 struct refsnap {
 	atomic_int refcount;
@@ -286,7 +292,8 @@ int text_content(struct xfs *xfs, const struct node *n, struct buf *out);
 /* Bring the cache up to date once; progress to stderr when `tty`. */
 int updater_build(struct xfs *xfs, int tty);
 int updater_start(struct xfs *xfs);
-void updater_stop(struct xfs *xfs);
+/* Stop the updater; -1 if a build did not end within XFS_STOP_WAIT_S (leave the caches open). */
+int updater_stop(struct xfs *xfs);
 
 /* The operations table (ops.c). */
 extern const struct fuse_lowlevel_ops xfs_ops;

@@ -266,7 +266,7 @@ int main(int argc, char **argv)
 	struct xfs xfs;
 	struct fuse_session *se = NULL;
 	struct fuse_loop_config *loop = NULL;
-	int ret = 1, mounted = 0;
+	int ret = 1, mounted = 0, busy;
 
 	memset(&xfs, 0, sizeof(xfs));
 	memset(&cmd, 0, sizeof(cmd));
@@ -339,7 +339,7 @@ int main(int argc, char **argv)
 	fuse_loop_cfg_set_idle_threads(loop, 8);
 	ret = fuse_session_loop_mt(se, loop) ? 1 : 0;
 out:
-	updater_stop(&xfs);
+	busy = updater_stop(&xfs);
 	if (se) {
 		if (mounted)
 			fuse_session_unmount(se);
@@ -348,6 +348,10 @@ out:
 	}
 	if (loop)
 		fuse_loop_cfg_destroy(loop);
+	if (busy)
+		_exit(ret);	/* the build thread still uses everything, and
+				   exit()'s handlers (OpenSSL's) would pull
+				   things from under it */
 	teardown(&xfs);
 	free(cmd.mountpoint);
 	free(o.repo);

@@ -30,6 +30,9 @@ static void view_release(struct refsnap_view *v)
 		free(v->symrefs[i].content);
 	}
 	free(v->symrefs);
+	for (size_t i = 0; i < v->nr_hidden_names; i++)
+		free(v->hidden_names[i]);
+	free(v->hidden_names);
 	buf_release(&v->head);
 	buf_release(&v->packed_refs);
 }
@@ -92,6 +95,24 @@ static int add_symref(struct refsnap_view *v, const char *name,
 	return 0;
 }
 
+/* Count a ref this view leaves out, and remember the first few names. */
+static int hide(struct refsnap_view *v, const char *name)
+{
+	char *copy;
+
+	v->hidden++;
+	if (v->nr_hidden_names >= XFS_HIDDEN_NAMED)
+		return 0;
+	if (!(copy = strdup(name)) ||
+	    ARRAY_GROW(v->hidden_names, v->nr_hidden_names,
+		       v->alloc_hidden_names, 8)) {
+		free(copy);
+		return err_set(XL_ENOMEM, "out of memory");
+	}
+	v->hidden_names[v->nr_hidden_names++] = copy;
+	return 0;
+}
+
 /* The SHA-1 name of a stored object, if it has one now. */
 static int sha1_of(struct xfs *xfs, const struct oid *oid, struct oid *out)
 {
@@ -140,9 +161,7 @@ static int snap_ref(const struct ref *ref, void *data)
 			/* "fully-peeled" would be a lie for this one: leave it out */
 			xfs_log(w->xfs, "%s: cannot peel %s: %s", ref->name,
 				oid_to_hex_r(hex, &ref->oid), err_msg());
-			v1->hidden++;
-			v256->hidden++;
-			return 0;
+			return hide(v1, ref->name) ?: hide(v256, ref->name);
 		}
 		has_peeled = 1;
 	}
@@ -150,10 +169,8 @@ static int snap_ref(const struct ref *ref, void *data)
 	    (has_peeled && (ret = add_line(&v256->packed_refs, &peeled, NULL))))
 		return ret;
 	if (sha1_of(w->xfs, &ref->oid, &o1) ||
-	    (has_peeled && sha1_of(w->xfs, &peeled, &p1))) {
-		v1->hidden++;
-		return 0;
-	}
+	    (has_peeled && sha1_of(w->xfs, &peeled, &p1)))
+		return hide(v1, ref->name);
 	return add_line(&v1->packed_refs, &o1, ref->name) ?:
 	       (has_peeled ? add_line(&v1->packed_refs, &p1, NULL) : 0);
 }
@@ -185,8 +202,7 @@ static int snap_head(struct xfs *xfs, struct refsnap *snap)
 			ret = buf_addf(&v1->head, "%s\n", oid_to_hex_r(hex, &o1));
 		} else if (!ret) {
 			/* a detached HEAD without a SHA-1 name: an unborn branch */
-			v1->hidden++;
-			ret = buf_addstr(&v1->head,
+			ret = hide(v1, "HEAD") ?: buf_addstr(&v1->head,
 					 "ref: refs/heads/xlatefs-untranslatable-HEAD\n");
 		}
 	}

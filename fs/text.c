@@ -83,7 +83,6 @@ int text_status(struct xfs *xfs, struct buf *out)
 	uint64_t hidden = snap ? snap->view[XFS_GIT1].hidden : 0;
 	int ret;
 
-	refsnap_put(snap);
 	pthread_mutex_lock(&xfs->status_lock);
 	s = xfs->status;
 	pthread_mutex_unlock(&xfs->status_lock);
@@ -106,6 +105,11 @@ int text_status(struct xfs *xfs, struct buf *out)
 		xfs->cache_path, xfs->repo_path);
 	if (!ret && s.error[0])
 		ret = buf_addf(out, "error: %s\n", s.error);
+	/* refs left out of sha1/: `git xlate report` says why */
+	for (size_t i = 0; snap && !ret && i < snap->view[XFS_GIT1].nr_hidden_names; i++)
+		ret = buf_addf(out, "hidden_ref: %s\n",
+			       snap->view[XFS_GIT1].hidden_names[i]);
+	refsnap_put(snap);
 	return ret;
 }
 

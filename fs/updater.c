@@ -137,18 +137,28 @@ int updater_start(struct xfs *xfs)
 	return 0;
 }
 
-void updater_stop(struct xfs *xfs)
+int updater_stop(struct xfs *xfs)
 {
+	struct timespec until;
+
 	if (!xfs->updater_started)
-		return;
+		return 0;
 	pthread_mutex_lock(&xfs->updater_lock);
 	xfs->stop = 1;
 	pthread_cond_signal(&xfs->updater_cond);
 	pthread_mutex_unlock(&xfs->updater_lock);
 	/*
-	 * A build in progress finishes its current batch first; the cache
-	 * is consistent at every commit, so waiting is only for tidiness.
+	 * An idle updater ends at once.  A build in progress (a first
+	 * build in the background can take minutes) is not waited for: the
+	 * cache is consistent at every commit, and the next build goes on
+	 * from the last one, so the process may simply exit under it.
 	 */
-	pthread_join(xfs->updater, NULL);
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += XFS_STOP_WAIT_S;
+	if (pthread_timedjoin_np(xfs->updater, NULL, &until)) {
+		xfs_log(xfs, "a build is still running; it goes on at the next mount");
+		return -1;
+	}
 	xfs->updater_started = 0;
+	return 0;
 }

@@ -55,6 +55,10 @@ for tarball in "$F"/*.tar.gz; do
 		expect "$t: fsck is clean" test "$(cat "$TRASH/fsck1")" = "exit 0"
 	hidden=$(awk -F'\t' 'NR > 1 && $1 !~ /\^\{\}$/ && $3 == "UNTRANSLATABLE"' "$F/$base.refs.tsv" | wc -l)
 	expect "$t: status counts $hidden hidden refs" grep -q "^hidden_refs: $hidden\$" "$M/status"
+	awk -F'\t' 'NR > 1 && $1 !~ /\^\{\}$/ && $3 == "UNTRANSLATABLE" { print "hidden_ref: " $1 }' \
+		"$F/$base.refs.tsv" >"$TRASH/want-hidden"
+	grep '^hidden_ref: ' "$M/status" >"$TRASH/got-hidden"
+	same_file "$t: status names the hidden refs" "$TRASH/got-hidden" "$TRASH/want-hidden"
 	xl_umount "$M"
 done
 
