@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# t0310-mount-bad.sh: what a mount does when things are not simple.
+#
+#   - a corrupt object: EIO on its files only, a log line naming it, and
+#     everything else still served; repaired, it reads again;
+#   - -o background: the mount is there at once while the cache is
+#     built; sha1/ never shows a wrong name meanwhile, and ends complete;
+#   - mounting through mount(8) and mount.fuse3, as /etc/fstab does;
+#   - bad options and bad repositories: a clear message, no mount.
+. "$(dirname "$0")/lib.sh"
+
+if ! fuse_ok; then
+	if [ "${XL_REQUIRE_FUSE:-0}" = 1 ]; then
+		not_ok "FUSE is available (/dev/fuse and fusermount3)"
+	else
+		skip "mount tests" "no FUSE on this machine"
+	fi
+	test_done
+	exit
+fi
+
+# one stream, imported with both algorithms (the SHA-1 side is the oracle)
+"$XL_TOP/tests/gen-history.sh" --commits 1500 --files 300 >"$TRASH/stream.fi"
+for algo in sha1 sha256; do
+	git init -q --bare --object-format=$algo "$TRASH/$algo.git"
+	git -C "$TRASH/$algo.git" fast-import --quiet <"$TRASH/stream.fi"
+	git -C "$TRASH/$algo.git" symbolic-ref HEAD refs/heads/main
+done
+R=$TRASH/sha256.git
+S1=$TRASH/sha1.git
+
+# ---- background ------------------------------------------------------------
+M=$TRASH/bg
+if xl_mount "$R" "$M" -o background; then
+	state=$(sed -n 's/^state: //p' "$M/status")
+	ok "-o background mounts at once (state: $state)"
+	# while building, every ref shown must already carry its final name
+	git --git-dir="$M/sha1" for-each-ref --format='%(objectname) %(refname)' >"$TRASH/early" 2>&1
+	git --git-dir="$S1" for-each-ref --format='%(objectname) %(refname)' >"$TRASH/all"
+	expect "refs shown during the build have their final SHA-1 names ($(wc -l <"$TRASH/early") of $(wc -l <"$TRASH/all"))" \
+		sh -c "! grep -vxFf '$TRASH/all' '$TRASH/early'"
+	for _ in $(seq 600); do
+		grep -q '^state: ready$' "$M/status" && break
+		sleep 0.1
+	done
+	expect "the background build finishes: state ready" grep -q '^state: ready$' "$M/status"
+	expect "then status: pending 0" grep -q '^pending: 0$' "$M/status"
+	sleep 1.1	# the refs snapshot lives a second
+	same_file "then sha1/ has every ref of the SHA-1 twin" \
+		<(git --git-dir="$M/sha1" for-each-ref) <(git --git-dir="$S1" for-each-ref)
+	expect "and fsck is clean" git --git-dir="$M/sha1" fsck --full --no-dangling
+	xl_umount "$M"
+else
+	not_ok "-o background mounts"
+fi
+
+# ---- a corrupt object --------------------------------------------------------
+C=$TRASH/corrupt.git
+cp -r "$R" "$C"
+rm -f "$C/xlatefs-cache.sqlite"*
+# every object loose: unpack-objects skips objects present, so move the pack away first
+mkdir -p "$TRASH/packs"
+mv "$C"/objects/pack/* "$TRASH/packs/"
+git -C "$C" unpack-objects -q <"$(ls "$TRASH"/packs/*.pack)"
+read -r _ _ blob path < <(git --git-dir="$C" ls-tree -r HEAD | awk '$2 == "blob"' | head -1)
+blob1=$(git --git-dir="$S1" rev-parse "HEAD:$path")
+M=$TRASH/bad
+if xl_mount "$C" "$M"; then
+	f=$C/objects/${blob:0:2}/${blob:2}
+	cp "$f" "$TRASH/good-blob"
+	chmod u+w "$f"
+	head -c "$(stat -c %s "$f")" /dev/urandom >"$f"
+	for path in "objects-sha256/${blob:0:2}/${blob:2}" "objects-sha1/${blob1:0:2}/${blob1:2}" \
+		    "sha1/objects/${blob1:0:2}/${blob1:2}"; do
+		cat "$M/$path" >/dev/null 2>"$TRASH/err"
+		expect "corrupt object: $path gives EIO" grep -q 'Input/output error' "$TRASH/err"
+	done
+	expect "the log names the object" grep -q "$blob" "$M.log"
+	expect "everything else is served: log --all" \
+		cmp <(git --git-dir="$M/sha1" log --all --format='%H %T') <(git --git-dir="$S1" log --all --format='%H %T')
+	other=$(git --git-dir="$S1" rev-parse HEAD~1:)
+	expect "everything else is served: another tree" \
+		cmp <(cat "$M/objects-sha1/${other:0:2}/${other:2}") <(git --git-dir="$S1" cat-file tree "$other")
+	expect "the daemon is still there" kill -0 "$(cat "$M.pid")"
+	cp "$TRASH/good-blob" "$f"
+	expect "repaired, the object reads again" \
+		cmp <(cat "$M/objects-sha1/${blob1:0:2}/${blob1:2}") <(git --git-dir="$S1" cat-file blob "$blob1")
+	xl_umount "$M"
+else
+	not_ok "mount the repository to corrupt"
+fi
+
+# ---- mount(8), as from /etc/fstab -------------------------------------------------
+if [ "$(id -u)" = 0 ] && [ -x /sbin/mount.fuse3 ] || [ -x /usr/sbin/mount.fuse3 ]; then
+	mkdir -p "$TRASH/fstab"
+	# "REPO MNT fuse.xlatefs ro 0 0" needs xlatefs installed on mount's
+	# PATH; "XLATEFS#REPO MNT fuse ro 0 0" names the program itself
+	if mount -t fuse -o ro,background "$XLATEFS#$R" "$TRASH/fstab" 2>"$TRASH/err"; then
+		expect "mount -t fuse PROGRAM#REPO (an fstab line) mounts" mountpoint -q "$TRASH/fstab"
+		expect "and serves sha1/" grep -q '^ref: refs/heads/main$' "$TRASH/fstab/sha1/HEAD"
+		expect "umount takes it down" umount "$TRASH/fstab"
+	else
+		not_ok "mount -t fuse -o ro,background PROGRAM#REPO"
+		sed 's/^/# /' "$TRASH/err"
+	fi
+else
+	skip "mount -t fuse.xlatefs" "needs root and mount.fuse3"
+fi
+
+# ---- refusals ----------------------------------------------------------------------
+mkdir -p "$TRASH/x"
+expect_fail "not a repository: refused" "$XLATEFS" "$TRASH/stream.fi" "$TRASH/x"
+expect "  with a message" grep -q . "$TRASH/.out"
+expect_fail "a SHA-1 repository: refused" "$XLATEFS" "$S1" "$TRASH/x"
+expect "  saying why" grep -q 'sha1 repository' "$TRASH/.out"
+expect_fail "unknown_headers=maybe: refused" "$XLATEFS" -o unknown_headers=maybe "$R" "$TRASH/x"
+expect_fail "no mount point: usage" "$XLATEFS" "$R"
+expect "nothing was mounted" sh -c "! mountpoint -q '$TRASH/x'"
+
+test_done
