@@ -178,18 +178,25 @@ static void xfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
-	if (h->kind == FH_TEXT) {
-		size_t o = (uint64_t)off < h->text.len ? (size_t)off : h->text.len;
-
-		fuse_reply_buf(req, h->text.buf + o,
-			       size < h->text.len - o ? size : h->text.len - o);
-		return;
-	}
+	/*
+	 * Reply from a buffer of this request's own, never from the
+	 * handle: the kernel may complete the read, and a RELEASE may free
+	 * the handle on another thread, while fuse_reply_buf() is still
+	 * returning (AddressSanitizer checks writev's buffer afterwards).
+	 */
 	if (!(buf = malloc(size ? size : 1))) {
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	ret = objfile_read(xfs, h->obj, (uint64_t)off, buf, size, &got);
+	if (h->kind == FH_TEXT) {
+		size_t o = (uint64_t)off < h->text.len ? (size_t)off : h->text.len;
+
+		got = size < h->text.len - o ? size : h->text.len - o;
+		memcpy(buf, h->text.buf + o, got);
+		ret = 0;
+	} else {
+		ret = objfile_read(xfs, h->obj, (uint64_t)off, buf, size, &got);
+	}
 	if (ret)
 		fuse_reply_err(req, ret);
 	else

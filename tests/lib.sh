@@ -118,22 +118,25 @@ xl_mount() {
 	return 1
 }
 
-# xl_umount MNT: unmount and wait for the daemon to exit.
+# xl_umount MNT: unmount and wait for the daemon to exit; a daemon that
+# exits with an error, or whose log has a sanitizer report, fails a test.
 xl_umount() {
 	fusermount3 -u "$1" 2>/dev/null || fusermount3 -u -z "$1" 2>/dev/null
-	if [ -f "$1.pid" ]; then
-		pid=$(cat "$1.pid")
-		for _ in $(seq 100); do
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.1
-		done
-		rm -f "$1.pid"
+	[ -f "$1.pid" ] || return 0
+	pid=$(cat "$1.pid")
+	rm -f "$1.pid"
+	rc=0
+	wait "$pid" 2>/dev/null || rc=$?
+	[ "${2:-}" = quiet ] && return 0
+	if [ $rc -ne 0 ] || grep -q 'Sanitizer\|runtime error' "$1.log"; then
+		not_ok "xlatefs on $(basename "$1") exited cleanly (exit $rc)"
+		grep -A15 'Sanitizer\|runtime error' "$1.log" | head -30 | sed 's/^/# /'
 	fi
 }
 
 xl_umount_all() {
 	for m in $XL_MOUNTS; do
-		mountpoint -q "$m" 2>/dev/null && xl_umount "$m"
+		mountpoint -q "$m" 2>/dev/null && xl_umount "$m" quiet
 	done
 	XL_MOUNTS=""
 }

@@ -124,4 +124,5 @@ expect "and fsck finds it whole" "${G[@]}" fsck --full --strict --no-dangling
 same_file "every object by SHA-1 name after gc: the SHA-1 clone's reachable objects" \
 	<("${G[@]}" rev-list --all --objects) <(git -C "$W1" rev-list --all --objects)
 
+xl_umount "$M"
 test_done

@@ -58,6 +58,8 @@ for client in pygit2 dulwich jgit isogit; do
 		fi
 	done
 done
+xl_umount "$M"
+xl_umount "$S"
 expect "the twin walk saw every commit" grep -q "^commits $(git --git-dir="$T/sha1-mixed.git" rev-list HEAD | wc -l)\$" "$TRASH/want"
 
 test_done

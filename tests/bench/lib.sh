@@ -3,7 +3,9 @@
 # Sets top, XL, dir, runs, genopts; defines die(), median(); and
 # bench_repo, which makes (once; reused while the generator and its
 # options are unchanged) the SHA-256 bench repository, sets $repo to it
-# and $nobj to its number of objects.
+# and $nobj to its number of objects; and bench_twin (after bench_repo),
+# which makes the same way its SHA-1 twin, the same fast-import stream
+# imported into a SHA-1 repository and repacked alike, and sets $twin.
 #
 #   XL_BENCH_DIR=DIR        where the generated repository is kept
 #                           (default: .bench/ in the checkout)
@@ -68,4 +70,26 @@ bench_repo() {
 		echo "bench: $n objects in $(($(date +%s) - t0)) s" >&2
 	fi
 	nobj=$(sed -n 2p "$repo/xl-bench-stamp")
+}
+
+bench_twin() {
+	[ -n "${stamp:-}" ] || die "bench_twin before bench_repo"
+	twin=$dir/bench-sha1.git
+	tstamp="sha1 twin: $stamp"
+	if [ ! -f "$twin/xl-bench-stamp" ] || [ "$(head -1 "$twin/xl-bench-stamp")" != "$tstamp" ]; then
+		echo "bench: generating the SHA-1 twin $twin ($genopts) ..." >&2
+		t0=$(date +%s)
+		rm -rf "$twin" "$twin.tmp"
+		git init -q --bare --object-format=sha1 "$twin.tmp"
+		git -C "$twin.tmp" symbolic-ref HEAD refs/heads/main
+		git -C "$twin.tmp" config gc.auto 0
+		# shellcheck disable=SC2086
+		"$top/tests/gen-history.sh" $genopts | git -C "$twin.tmp" fast-import --quiet
+		git -C "$twin.tmp" repack -adfq --window=10 --depth=50
+		git -C "$twin.tmp" pack-refs --all --prune
+		n=$(git -C "$twin.tmp" cat-file --batch-all-objects --batch-check | wc -l | tr -d ' ')
+		printf '%s\n%s\n' "$tstamp" "$n" >"$twin.tmp/xl-bench-stamp"
+		mv "$twin.tmp" "$twin"
+		echo "bench: $n objects in $(($(date +%s) - t0)) s" >&2
+	fi
 }
