@@ -51,7 +51,8 @@
 /*
  * Objects up to this size are made whole when opened; a bigger blob is
  * streamed from the repository (its SHA-1 form is the same bytes), so a
- * reader of a 4 GiB file costs a fixed amount of memory.
+ * reader of a 4 GiB file costs a fixed amount of memory (unless the blob
+ * is stored as a delta: then the stream rebuilds it whole, as Git does).
  */
 #define XFS_STREAM_MIN (8u << 20)
 
@@ -160,7 +161,8 @@ struct xfs {
 
 	struct node_table *nodes;	/* node.c; has its own lock */
 
-	pthread_mutex_t snap_lock;	/* guards snap, snap_busy */
+	pthread_mutex_t snap_lock;	/* guards snap, snap_busy; snap_cond with it */
+	pthread_cond_t snap_cond;	/* the first snapshot is ready */
 	struct refsnap *snap;
 	int snap_busy;
 
@@ -170,6 +172,7 @@ struct xfs {
 	pthread_mutex_t updater_lock;	/* guards stop; updater_cond with it */
 	pthread_cond_t updater_cond;
 	int stop;
+	atomic_int cancel_build;	/* set with stop: a running build ends */
 	pthread_t updater;
 	int updater_started;
 };
@@ -241,6 +244,11 @@ int node_get(struct xfs *xfs, fuse_ino_t ino, struct node *out);
 int node_lookup(struct xfs *xfs, fuse_ino_t parent, const char *name,
 		struct node *out);
 void node_forget(struct xfs *xfs, fuse_ino_t ino, uint64_t nlookup);
+/*
+ * An object node looked up before the updater named it: its SHA-1 name
+ * from the cache now, if it has one (kept in the table too).
+ */
+void node_refresh_sha1(struct xfs *xfs, struct node *n);
 
 /* Attributes of a node (size from the cache or the snapshot, never content). */
 void node_stat(struct xfs *xfs, const struct node *n, struct stat *st);
@@ -286,13 +294,18 @@ int text_config(enum xfs_git git, struct buf *out);
 int text_status(struct xfs *xfs, struct buf *out);
 /* The content of a TEXT or SYMREF node now (snapshotted files included). */
 int text_content(struct xfs *xfs, const struct node *n, struct buf *out);
+/* Its length, without copying what a snapshot already holds. */
+size_t text_size(struct xfs *xfs, const struct node *n);
 
 /* ---- the updater (updater.c) ------------------------------------------------------ */
 
 /* Bring the cache up to date once; progress to stderr when `tty`. */
 int updater_build(struct xfs *xfs, int tty);
 int updater_start(struct xfs *xfs);
-/* Stop the updater; -1 if a build did not end within XFS_STOP_WAIT_S (leave the caches open). */
+/*
+ * Stop the updater, telling a running build to stop; -1 if it has not
+ * within XFS_STOP_WAIT_S (then leave the caches open: it still uses them).
+ */
 int updater_stop(struct xfs *xfs);
 
 /* The operations table (ops.c). */

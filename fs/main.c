@@ -208,6 +208,7 @@ static int setup(struct xfs *xfs, struct options *o)
 	    (ret = node_table_new(&xfs->nodes) ? XL_ENOMEM : 0))
 		return ret;
 	pthread_mutex_init(&xfs->snap_lock, NULL);
+	pthread_cond_init(&xfs->snap_cond, NULL);
 	pthread_mutex_init(&xfs->status_lock, NULL);
 	pthread_mutex_init(&xfs->updater_lock, NULL);
 	pthread_cond_init(&xfs->updater_cond, NULL);
@@ -339,10 +340,11 @@ int main(int argc, char **argv)
 	fuse_loop_cfg_set_idle_threads(loop, 8);
 	ret = fuse_session_loop_mt(se, loop) ? 1 : 0;
 out:
+	/* unmount first: nobody serves the mount from here on */
+	if (se && mounted)
+		fuse_session_unmount(se);
 	busy = updater_stop(&xfs);
 	if (se) {
-		if (mounted)
-			fuse_session_unmount(se);
 		fuse_remove_signal_handlers(se);
 		fuse_session_destroy(se);
 	}

@@ -192,6 +192,9 @@ static int intern_object(struct node_table *t, struct node *n)
 	}
 	if (o) {
 		o->n.nlookup++;
+		/* named by the updater since the kernel first looked */
+		if (!o->n.sha1.algo && n->sha1.algo)
+			o->n.sha1 = n->sha1;
 		n->ino = ino;
 	} else if ((o = malloc(sizeof(*o)))) {
 		n->ino = ino;
@@ -206,6 +209,22 @@ static int intern_object(struct node_table *t, struct node *n)
 	}
 	pthread_mutex_unlock(&t->lock);
 	return ret;
+}
+
+void node_refresh_sha1(struct xfs *xfs, struct node *n)
+{
+	struct node_table *t = xfs->nodes;
+	struct cache_object co;
+	struct obj_node *o;
+
+	if (n->kind != NODE_OBJECT || n->sha1.algo ||
+	    cache_get(xfs_cache(xfs), &n->sha256, &co) || !co.sha1.algo)
+		return;
+	n->sha1 = co.sha1;
+	pthread_mutex_lock(&t->lock);
+	if ((o = find_obj(t, n->ino)))
+		o->n.sha1 = co.sha1;
+	pthread_mutex_unlock(&t->lock);
 }
 
 void node_forget(struct xfs *xfs, fuse_ino_t ino, uint64_t nlookup)
@@ -535,17 +554,11 @@ void node_stat(struct xfs *xfs, const struct node *n, struct stat *st)
 		break;
 	}
 	case NODE_TEXT:
-	case NODE_SYMREF: {
-		struct buf b = BUF_INIT;
-
-		/* small texts, made from state already in memory */
-		text_content(xfs, n, &b);
+	case NODE_SYMREF:
 		st->st_mode = S_IFREG | 0444;
 		st->st_nlink = 1;
-		st->st_size = (off_t)b.len;
-		buf_release(&b);
+		st->st_size = (off_t)text_size(xfs, n);
 		break;
-	}
 	}
 	st->st_blocks = (st->st_size + 511) / 512;
 }

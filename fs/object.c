@@ -18,8 +18,12 @@
  * Objects are made whole when opened (a tree or commit has to be
  * converted whole anyway), except blobs of XFS_STREAM_MIN bytes or
  * more: their SHA-1 form is their stored form, so they are streamed
- * from the repository a piece at a time.  A read behind the stream's
- * position starts it again; the kernel reads in order, so that is rare.
+ * from the repository a piece at a time.  The kernel reads a file
+ * mostly in order, but its read-ahead requests reach our worker
+ * threads in any order, so the last XFS_STREAM_WINDOW bytes that went
+ * by are kept in a ring and a lagging request is served from there;
+ * only a read further back starts the stream again.  (A blob stored as
+ * a delta is rebuilt whole by the stream, as Git does.)
  */
 #include "fs.h"
 
@@ -31,7 +35,7 @@
 
 #define STORED_BLOCK 65535u	/* the most a stored deflate block holds */
 #define BLOCK_SPAN (STORED_BLOCK + 5)
-#define SKIP_CHUNK (64u << 10)
+#define XFS_STREAM_WINDOW (4u << 20)
 
 struct objfile {
 	pthread_mutex_t lock;	/* the kernel may read one file on several threads */
@@ -51,7 +55,8 @@ struct objfile {
 	struct odb_stream *st;
 	uint64_t st_pos;	/* content bytes the stream has given */
 	uLong st_adler;		/* of hdr + those bytes */
-	char *scratch;
+	char *ring;		/* content byte p at ring[p % XFS_STREAM_WINDOW],
+				   for p in the window before st_pos */
 };
 
 uint64_t loose_file_size(uint64_t payload)
@@ -80,6 +85,16 @@ static uLong adler_update(uLong adler, const char *p, size_t len)
 	return adler;
 }
 
+/* A failed stream is not trusted any further: the next read starts again. */
+static int stream_broken(struct objfile *f)
+{
+	if (f->st)
+		odb_stream_close(f->st);
+	f->st = NULL;
+	f->st_pos = 0;
+	return EIO;
+}
+
 static int stream_restart(struct xfs *xfs, struct objfile *f)
 {
 	char hex[OID_HEXSZ_MAX + 1];
@@ -89,6 +104,7 @@ static int stream_restart(struct xfs *xfs, struct objfile *f)
 	if (f->st)
 		odb_stream_close(f->st);
 	f->st = NULL;
+	f->st_pos = 0;
 	if (odb_stream_open(repo_odb(xfs->repo), &f->sha256, &f->st, &type, &size)) {
 		xfs_log(xfs, "%s: %s", oid_to_hex_r(hex, &f->sha256), err_msg());
 		return EIO;
@@ -97,38 +113,47 @@ static int stream_restart(struct xfs *xfs, struct objfile *f)
 		xfs_log(xfs, "%s: is now a %s of %zu bytes, was a %s of %llu",
 			oid_to_hex_r(hex, &f->sha256), type_name(type), size,
 			type_name(f->type), (unsigned long long)f->size);
-		return EIO;
+		return stream_broken(f);
 	}
-	f->st_pos = 0;
 	f->st_adler = adler_update(adler32(0, NULL, 0), f->hdr, f->hdrlen);
 	return 0;
 }
 
-/* Take `len` more bytes from the stream into dst (or drop them if NULL). */
+/*
+ * Take `len` more bytes from the stream into the ring, and into dst
+ * too unless it is NULL (bytes skipped over to reach a read ahead).
+ */
 static int stream_take(struct xfs *xfs, struct objfile *f, char *dst,
 		       size_t len)
 {
 	char hex[OID_HEXSZ_MAX + 1];
 
+	if (!f->st)
+		return EIO;
 	while (len) {
-		char *p = dst ? dst : f->scratch;
-		size_t want = dst ? len : (len < SKIP_CHUNK ? len : SKIP_CHUNK), got;
+		size_t at = f->st_pos % XFS_STREAM_WINDOW;
+		size_t want = XFS_STREAM_WINDOW - at, got;
+		char *p = f->ring + at;
 
+		if (want > len)
+			want = len;
 		if (odb_stream_read(f->st, p, want, &got)) {
 			xfs_log(xfs, "%s: %s", oid_to_hex_r(hex, &f->sha256), err_msg());
-			return EIO;
+			return stream_broken(f);
 		}
 		if (!got) {
 			xfs_log(xfs, "%s: ends %llu bytes early",
 				oid_to_hex_r(hex, &f->sha256),
 				(unsigned long long)(f->size - f->st_pos));
-			return EIO;
+			return stream_broken(f);
 		}
 		f->st_adler = adler_update(f->st_adler, p, got);
 		f->st_pos += got;
 		len -= got;
-		if (dst)
+		if (dst) {
+			memcpy(dst, p, got);
 			dst += got;
+		}
 	}
 	if (f->st_pos == f->size) {
 		f->adler = f->st_adler;
@@ -141,13 +166,32 @@ static int stream_take(struct xfs *xfs, struct objfile *f, char *dst,
 static int content_read(struct xfs *xfs, struct objfile *f, uint64_t off,
 			char *dst, size_t len)
 {
+	uint64_t behind;
 	int ret;
 
 	if (!f->streaming) {
 		memcpy(dst, f->data.buf + off, len);
 		return 0;
 	}
-	if (off < f->st_pos && (ret = stream_restart(xfs, f)))
+	behind = f->st_pos < XFS_STREAM_WINDOW ? f->st_pos : XFS_STREAM_WINDOW;
+	if (f->st && off < f->st_pos && off >= f->st_pos - behind) {
+		/* a lagging request: from the ring, then on from the stream */
+		while (len && off < f->st_pos) {
+			size_t at = off % XFS_STREAM_WINDOW;
+			size_t n = XFS_STREAM_WINDOW - at;
+
+			if (n > f->st_pos - off)
+				n = f->st_pos - off;
+			if (n > len)
+				n = len;
+			memcpy(dst, f->ring + at, n);
+			dst += n;
+			off += n;
+			len -= n;
+		}
+		return len ? stream_take(xfs, f, dst, len) : 0;
+	}
+	if ((!f->st || off < f->st_pos) && (ret = stream_restart(xfs, f)))
 		return ret;
 	if ((ret = stream_take(xfs, f, NULL, off - f->st_pos)))
 		return ret;
@@ -171,11 +215,13 @@ static int payload_read(struct xfs *xfs, struct objfile *f, uint64_t off,
 
 static int need_adler(struct xfs *xfs, struct objfile *f)
 {
+	int ret;
+
 	if (f->adler_known)
 		return 0;
 	/* only a stream lacks it: run the stream to its end */
-	if (f->st_pos > f->size)
-		return EIO;
+	if (!f->st && (ret = stream_restart(xfs, f)))
+		return ret;
 	return stream_take(xfs, f, NULL, f->size - f->st_pos);
 }
 
@@ -201,7 +247,7 @@ int objfile_open(struct xfs *xfs, const struct node *n, struct objfile **out)
 
 	if (n->type == OBJ_BLOB && n->size >= XFS_STREAM_MIN) {
 		f->streaming = 1;
-		if (!(f->scratch = malloc(SKIP_CHUNK))) {
+		if (!(f->ring = malloc(XFS_STREAM_WINDOW))) {
 			ret = ENOMEM;
 			goto fail;
 		}
@@ -331,7 +377,7 @@ void objfile_close(struct objfile *f)
 	if (f->st)
 		odb_stream_close(f->st);
 	buf_release(&f->data);
-	free(f->scratch);
+	free(f->ring);
 	pthread_mutex_destroy(&f->lock);
 	free(f);
 }

@@ -59,8 +59,6 @@ static void xfs_init(void *userdata, struct fuse_conn_info *conn)
 	 * cache) every object in a fan-out directory that is only listed.
 	 */
 	conn->want &= ~FUSE_CAP_READDIRPLUS;
-	if (conn->capable & FUSE_CAP_SPLICE_WRITE)
-		conn->want |= FUSE_CAP_SPLICE_WRITE;
 }
 
 static void reply_entry(fuse_req_t req, struct xfs *xfs, const struct node *n)
@@ -312,10 +310,15 @@ static void xfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	char value[OID_HEXSZ_MAX + 32];
 	int len;
 
-	if (node_get(req_xfs(req), ino, &n) || n.kind != NODE_OBJECT) {
+	if (node_get(req_xfs(req), ino, &n)) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	if (n.kind != NODE_OBJECT) {
 		fuse_reply_err(req, ENODATA);
 		return;
 	}
+	node_refresh_sha1(req_xfs(req), &n);
 	for (size_t i = 0; i < sizeof(xattr_names) / sizeof(*xattr_names); i++) {
 		if (strcmp(name, xattr_names[i]))
 			continue;
@@ -339,6 +342,7 @@ static void xfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	size_t len = 0;
 
 	if (!node_get(req_xfs(req), ino, &n) && n.kind == NODE_OBJECT) {
+		node_refresh_sha1(req_xfs(req), &n);
 		for (size_t i = 0; i < sizeof(xattr_names) / sizeof(*xattr_names); i++) {
 			size_t l = strlen(xattr_names[i]) + 1;
 

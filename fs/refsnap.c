@@ -12,8 +12,9 @@
  * A snapshot is made on demand and kept for XFS_REFS_MAX_AGE, so a
  * burst of reads costs one walk of the refs, and a change in the
  * repository shows within about a second.  One thread remakes it while
- * the others go on with the previous one; snapshots are reference
- * counted so that a file opened on one stays consistent.
+ * the others go on with the previous one (only the very first one is
+ * waited for).  Snapshots are reference counted, so one can be read
+ * while the next replaces it; an open file keeps a copy of its text.
  */
 #include "fs.h"
 
@@ -126,6 +127,17 @@ static int sha1_of(struct xfs *xfs, const struct oid *oid, struct oid *out)
 	return 0;
 }
 
+/* The type of a ref's object; a pack written a moment ago is looked for too. */
+static int ref_type(struct xfs *xfs, const struct oid *oid, enum obj_type *type)
+{
+	struct odb *odb = repo_odb(xfs->repo);
+
+	if (!odb_read_header(odb, oid, type, NULL))
+		return 0;
+	odb_refresh(odb);
+	return odb_read_header(odb, oid, type, NULL);
+}
+
 struct snap_walk {
 	struct xfs *xfs;
 	struct refsnap *snap;
@@ -155,8 +167,12 @@ static int snap_ref(const struct ref *ref, void *data)
 	if (ref->has_peeled) {
 		peeled = ref->peeled;
 		has_peeled = 1;
-	} else if (!odb_read_header(repo_odb(w->xfs->repo), &ref->oid, &type, NULL) &&
-		   type == OBJ_TAG) {
+	} else if (ref_type(w->xfs, &ref->oid, &type)) {
+		/* "fully-peeled" would be a lie if it were a tag: leave it out */
+		xfs_log(w->xfs, "%s: cannot read %s: %s", ref->name,
+			oid_to_hex_r(hex, &ref->oid), err_msg());
+		return hide(v1, ref->name) ?: hide(v256, ref->name);
+	} else if (type == OBJ_TAG) {
 		if (repo_peel(w->xfs->repo, &ref->oid, OBJ_NONE, &peeled)) {
 			/* "fully-peeled" would be a lie for this one: leave it out */
 			xfs_log(w->xfs, "%s: cannot peel %s: %s", ref->name,
@@ -241,6 +257,9 @@ struct refsnap *refsnap_get(struct xfs *xfs)
 	struct refsnap *snap, *old;
 
 	pthread_mutex_lock(&xfs->snap_lock);
+	/* the very first one: wait for it rather than make it many times */
+	while (!xfs->snap && xfs->snap_busy)
+		pthread_cond_wait(&xfs->snap_cond, &xfs->snap_lock);
 	snap = xfs->snap;
 	if (snap && (xfs->snap_busy || xfs_now() - snap->made < XFS_REFS_MAX_AGE)) {
 		atomic_fetch_add(&snap->refcount, 1);
@@ -254,6 +273,7 @@ struct refsnap *refsnap_get(struct xfs *xfs)
 
 	pthread_mutex_lock(&xfs->snap_lock);
 	xfs->snap_busy = 0;
+	pthread_cond_broadcast(&xfs->snap_cond);
 	old = xfs->snap;
 	if (snap) {
 		xfs->snap = snap;

@@ -113,6 +113,49 @@ int text_status(struct xfs *xfs, struct buf *out)
 	return ret;
 }
 
+/* The bytes of a snapshotted file in `snap`, or NULL (a symref gone since). */
+static const char *snap_text(const struct refsnap *snap, const struct node *n,
+			     size_t *len)
+{
+	const struct refsnap_view *v = &snap->view[n->git];
+	const struct symref_file *s;
+
+	if (n->kind == NODE_SYMREF) {
+		if (!(s = refsnap_find(v, n->path)))
+			return NULL;
+		*len = s->len;
+		return s->content;
+	}
+	if (n->text == TEXT_HEAD) {
+		*len = v->head.len;
+		return v->head.buf;
+	}
+	*len = v->packed_refs.len;
+	return v->packed_refs.buf;
+}
+
+size_t text_size(struct xfs *xfs, const struct node *n)
+{
+	struct refsnap *snap;
+	struct buf b = BUF_INIT;
+	size_t len = 0;
+
+	if (n->kind == NODE_TEXT && n->text == TEXT_README)
+		return xfs->readme.len;
+	if (n->kind == NODE_TEXT && n->text == TEXT_CONFIG)
+		return xfs->config[n->git].len;
+	if (n->kind == NODE_TEXT && n->text == TEXT_STATUS) {
+		text_status(xfs, &b);
+		len = b.len;
+		buf_release(&b);
+		return len;
+	}
+	if ((snap = refsnap_get(xfs)) && !snap_text(snap, n, &len))
+		len = 0;
+	refsnap_put(snap);
+	return len;
+}
+
 int text_content(struct xfs *xfs, const struct node *n, struct buf *out)
 {
 	struct refsnap *snap;
@@ -132,21 +175,14 @@ int text_content(struct xfs *xfs, const struct node *n, struct buf *out)
 			break;
 		}
 	}
+	const char *text;
+	size_t len;
+
 	if (!(snap = refsnap_get(xfs)))
 		return XL_EIO;
-	if (n->kind == NODE_SYMREF) {
-		const struct symref_file *s = refsnap_find(&snap->view[n->git], n->path);
-
-		/* gone since the lookup: an empty file until the kernel asks again */
-		if (s)
-			ret = buf_add(out, s->content, s->len);
-	} else if (n->text == TEXT_HEAD) {
-		ret = buf_add(out, snap->view[n->git].head.buf,
-			      snap->view[n->git].head.len);
-	} else {
-		ret = buf_add(out, snap->view[n->git].packed_refs.buf,
-			      snap->view[n->git].packed_refs.len);
-	}
+	/* a symref gone since the lookup: empty until the kernel asks again */
+	if ((text = snap_text(snap, n, &len)))
+		ret = buf_add(out, text, len);
 	refsnap_put(snap);
 	return ret;
 }

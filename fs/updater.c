@@ -55,6 +55,7 @@ int updater_build(struct xfs *xfs, int tty)
 		.submodule_map = xfs->submodule_map,
 		.progress = build_progress_cb,
 		.progress_data = &p,
+		.cancel = &xfs->cancel_build,
 	};
 	struct xlate_build_stats stats;
 	uint64_t objects = 0, untranslatable = 0;
@@ -71,7 +72,8 @@ int updater_build(struct xfs *xfs, int tty)
 	ret = xlate_build(xfs->repo, xfs->writer, &opts, &stats);
 	if (tty)
 		xlate_progress_end(&p.bar);
-	if (!ret)
+	/* counting is a scan of the table: only when something changed */
+	if (!ret && (stats.new_objects || !xfs->status.builds))
 		ret = cache_count(xfs->writer, &objects, &untranslatable);
 
 	pthread_mutex_lock(&xfs->status_lock);
@@ -82,9 +84,16 @@ int updater_build(struct xfs *xfs, int tty)
 	} else {
 		xfs->status.state = XFS_READY;
 		xfs->status.error[0] = '\0';
-		xfs->status.objects = objects;
-		xfs->status.untranslatable = untranslatable;
-		xfs->status.translated = objects - untranslatable;
+		if (stats.new_objects || !xfs->status.builds) {
+			xfs->status.objects = objects;
+			xfs->status.untranslatable = untranslatable;
+			xfs->status.translated = objects - untranslatable;
+		} else {
+			/* progress callbacks said "building" with base counts */
+			xfs->status.objects = p.base_objects;
+			xfs->status.translated = p.base_translated -
+				xfs->status.untranslatable;
+		}
 		xfs->status.pending = 0;
 		xfs->status.rate = 0;
 		xfs->status.builds++;
@@ -143,15 +152,17 @@ int updater_stop(struct xfs *xfs)
 
 	if (!xfs->updater_started)
 		return 0;
+	atomic_store(&xfs->cancel_build, 1);
 	pthread_mutex_lock(&xfs->updater_lock);
 	xfs->stop = 1;
 	pthread_cond_signal(&xfs->updater_cond);
 	pthread_mutex_unlock(&xfs->updater_lock);
 	/*
-	 * An idle updater ends at once.  A build in progress (a first
-	 * build in the background can take minutes) is not waited for: the
-	 * cache is consistent at every commit, and the next build goes on
-	 * from the last one, so the process may simply exit under it.
+	 * An idle updater ends at once, and a build stops within a
+	 * thousand objects.  One that does not (blobs are hashed before
+	 * anything is stored) is not waited for: the cache is consistent at
+	 * every commit, and the next build goes on from the last one, so
+	 * the process may simply exit under it.
 	 */
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += XFS_STOP_WAIT_S;

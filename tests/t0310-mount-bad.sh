@@ -54,6 +54,64 @@ else
 	not_ok "-o background mounts"
 fi
 
+# ---- blobs at the edges of the framing, and big ones that stream ----------------
+B=$TRASH/big.git
+git init -q --bare --object-format=sha256 "$B"
+(
+	for n in 0 1 65524 65525 65526 65535 65536 131070 8388608 20971527; do
+		head -c $n /dev/urandom >"$TRASH/blob-$n"
+		printf '100644 blob %s\tb%s\n' "$(git --git-dir="$B" hash-object -w "$TRASH/blob-$n")" $n
+	done
+) | git --git-dir="$B" mktree >"$TRASH/big-tree"
+c=$(git --git-dir="$B" commit-tree -m big "$(cat "$TRASH/big-tree")")
+git --git-dir="$B" update-ref refs/heads/main "$c"
+git --git-dir="$B" symbolic-ref HEAD refs/heads/main
+git --git-dir="$B" repack -adq
+M=$TRASH/mbig
+if xl_mount "$B" "$M"; then
+	cat >"$TRASH/big.py" <<'EOF'
+import hashlib, os, random, sys, zlib
+m, trash = sys.argv[1], sys.argv[2]
+bad = 0
+for name in sorted(os.listdir(trash)):
+    if not name.startswith('blob-'):
+        continue
+    want = open(os.path.join(trash, name), 'rb').read()
+    hdr = b'blob %d\0' % len(want)
+    for view, algo in (('sha1', hashlib.sha1), ('sha256', hashlib.sha256)):
+        h = algo(hdr + want).hexdigest()
+        raw = '%s/objects-%s/%s/%s' % (m, view, h[:2], h[2:])
+        loose = '%s/%s/objects/%s/%s' % (m, view, h[:2], h[2:])
+        # the tail first (the Adler-32 needs the whole stream), then all
+        # of it, then reads at random offsets, out of order
+        fd = os.open(loose, os.O_RDONLY)
+        size = os.fstat(fd).st_size
+        tail = os.pread(fd, 4, size - 4)
+        whole = b''
+        while len(whole) < size:
+            whole += os.pread(fd, 1 << 20, len(whole))
+        d = zlib.decompressobj()
+        out = d.decompress(whole)
+        if out != hdr + want or not d.eof or d.unused_data or whole[-4:] != tail:
+            print('BAD %s (%d bytes)' % (loose, len(want))); bad += 1
+        os.close(fd)
+        fd = os.open(raw, os.O_RDONLY)
+        rnd = random.Random(len(want))
+        for _ in range(40):
+            off = rnd.randrange(0, len(want) + 1)
+            n = rnd.randrange(0, 300000)
+            if os.pread(fd, n, off) != want[off:off + n]:
+                print('BAD pread %s at %d+%d' % (raw, off, n)); bad += 1
+        os.close(fd)
+sys.exit(1 if bad else 0)
+EOF
+	expect "blobs of 0 B to 20 MiB (stored-block edges, streamed ones): framing, Adler-32 and random reads" \
+		python3 "$TRASH/big.py" "$M" "$TRASH"
+	xl_umount "$M"
+else
+	not_ok "mount the big-blob repository"
+fi
+
 # ---- a corrupt object --------------------------------------------------------
 C=$TRASH/corrupt.git
 cp -r "$R" "$C"

@@ -317,8 +317,11 @@ static int store(struct build *b, const struct oid *oid)
 	b->stats->new_objects++;
 	if ((ret = writer_push(&b->writer, &co)))
 		return ret;
-	if (!(b->stats->new_objects & 1023))
+	if (!(b->stats->new_objects & 1023)) {
 		progress(b);	/* the callback limits how often it draws */
+		if (b->opts->cancel && atomic_load(b->opts->cancel))
+			return err_set(XL_EIO, "build stopped");
+	}
 	/* the clock is read every 256 objects, not every time */
 	if (++b->in_batch >= BATCH_OBJECTS ||
 	    (!(b->in_batch & 255) && seconds() - b->batch_start >= BATCH_SECONDS)) {

@@ -27,6 +27,8 @@
 
 #include "../odb/odb.h"
 
+#include <stdatomic.h>
+
 enum xlate_unknown {
 	XLATE_UNKNOWN_FAIL,	/* upstream's rule: refuse the commit */
 	XLATE_UNKNOWN_COPY,	/* copy unknown commit headers verbatim */
@@ -110,6 +112,12 @@ struct xlate_build_opts {
 	/* called now and then with objects done and to do (may be NULL) */
 	void (*progress)(void *data, uint64_t done, uint64_t total);
 	void *progress_data;
+	/*
+	 * May be NULL.  When it becomes non-zero the build stops within a
+	 * thousand objects, rolls back its open batch (what it committed
+	 * stays) and returns XL_EIO, "build stopped".
+	 */
+	const atomic_int *cancel;
 };
 
 struct xlate_build_stats {

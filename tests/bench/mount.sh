@@ -170,21 +170,15 @@ kind, first, n = int(kind), int(first), int(n)
 with open(lst) as f:
     names = [l.split()[kind] for l in f.read().splitlines()[first:first + n]]
 p = subprocess.Popen(["git", "--git-dir=" + twin, "cat-file", "--batch"],
-                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
 def ask(name):
     p.stdin.write(name.encode() + b"\n")
-    hdr = b""
-    while not hdr.endswith(b"\n"):
-        hdr += p.stdout.read(1)
-    size = int(hdr.split()[2])
-    want, got = size + 1, []
-    while want:
-        b = p.stdout.read(want)
-        if not b:
-            sys.exit("git cat-file --batch: short answer")
-        got.append(b)
-        want -= len(b)
-    return b"".join(got)[:-1]
+    p.stdin.flush()
+    size = int(p.stdout.readline().split()[2])
+    b = p.stdout.read(size + 1)
+    if len(b) != size + 1:
+        sys.exit("git cat-file --batch: short answer")
+    return b[:-1]
 ask("HEAD")
 t0 = time.perf_counter()
 g = [ask(x) for x in names]
