@@ -762,59 +762,41 @@ int cache_count(struct cache *cache, uint64_t *objects,
  * is why fn may not call into the same cache (the error-checking mutex
  * turns that deadlock into XL_EINVALID).
  */
-int cache_for_each(struct cache *cache, enum cache_each_filter filter,
-		   cache_each_fn fn, void *data)
-{
-	sqlite3_stmt *st;
-	struct cache_object obj;
-	int ret;
 
-	if ((ret = lock(cache)))
-		return ret;
-	st = cache->stmt[filter == CACHE_EACH_RETRY ? ST_EACH_RETRY :
-			 filter == CACHE_EACH_UNTRANSLATABLE ?
-			 ST_EACH_UNTRANSLATABLE : ST_EACH];
-	while ((ret = step(cache, st, "walking objects")) == SQLITE_ROW) {
-		if ((ret = row_object(cache, st, &obj)) ||
-		    (ret = fn(&obj, data)))
-			break;
-	}
-	if (ret == SQLITE_DONE)
-		ret = 0;
-	sqlite3_reset(st);
-	unlock(cache);
-	return ret;
-}
-
-int cache_for_each_prefix(struct cache *cache, const struct hash_algo *algo,
-			  const char *hex, size_t len, cache_each_fn fn,
-			  void *data)
+/*
+ * Run an objects query (OBJECT_COLUMNS) and call fn for each row.  With
+ * `algo`, the query takes the range lo..hi of that algorithm's names as
+ * ?1 and ?2, and every row must fall in it.
+ */
+static int walk_objects(struct cache *cache, enum cache_stmt which,
+			const struct hash_algo *algo, const unsigned char *lo,
+			const unsigned char *hi, cache_each_fn fn, void *data)
 {
-	unsigned char lo[OID_RAWSZ_MAX], hi[OID_RAWSZ_MAX];
-	enum cache_stmt which;
 	struct cache_object obj;
 	sqlite3_stmt *st;
 	int ret;
 
-	if ((ret = prefix_range(cache, algo, hex, len, 0, ST_EACH_RANGE,
-				ST_EACH_RANGE1, &which, lo, hi)))
-		return ret;
 	if ((ret = lock(cache)))
 		return ret;
 	st = cache->stmt[which];
-	sqlite3_bind_blob(st, 1, lo, (int)algo->rawsz, SQLITE_STATIC);
-	sqlite3_bind_blob(st, 2, hi, (int)algo->rawsz, SQLITE_STATIC);
-	while ((ret = step(cache, st, "walking a name range")) == SQLITE_ROW) {
-		const struct oid *key;
-
+	if (algo) {
+		sqlite3_bind_blob(st, 1, lo, (int)algo->rawsz, SQLITE_STATIC);
+		sqlite3_bind_blob(st, 2, hi, (int)algo->rawsz, SQLITE_STATIC);
+	}
+	while ((ret = step(cache, st, "walking objects")) == SQLITE_ROW) {
 		if ((ret = row_object(cache, st, &obj)))
 			break;
-		key = which == ST_EACH_RANGE ? &obj.sha256 : &obj.sha1;
-		if (key->algo != algo || memcmp(key->hash, lo, algo->rawsz) < 0 ||
-		    memcmp(key->hash, hi, algo->rawsz) > 0) {
-			ret = ERR_CORRUPT("cache %s: a row outside the range "
-					  "asked for", cache->path);
-			break;
+		if (algo) {
+			const struct oid *key = algo == cache->algo ?
+				&obj.sha256 : &obj.sha1;
+
+			if (key->algo != algo ||
+			    memcmp(key->hash, lo, algo->rawsz) < 0 ||
+			    memcmp(key->hash, hi, algo->rawsz) > 0) {
+				ret = ERR_CORRUPT("cache %s: a row outside the "
+						  "range asked for", cache->path);
+				break;
+			}
 		}
 		if ((ret = fn(&obj, data)))
 			break;
@@ -824,6 +806,31 @@ int cache_for_each_prefix(struct cache *cache, const struct hash_algo *algo,
 	sqlite3_reset(st);
 	unlock(cache);
 	return ret;
+}
+
+int cache_for_each(struct cache *cache, enum cache_each_filter filter,
+		   cache_each_fn fn, void *data)
+{
+	if (filter == CACHE_EACH_RETRY)
+		return walk_objects(cache, ST_EACH_RETRY, NULL, NULL, NULL, fn, data);
+	if (filter == CACHE_EACH_UNTRANSLATABLE)
+		return walk_objects(cache, ST_EACH_UNTRANSLATABLE, NULL, NULL, NULL,
+				    fn, data);
+	return walk_objects(cache, ST_EACH, NULL, NULL, NULL, fn, data);
+}
+
+int cache_for_each_prefix(struct cache *cache, const struct hash_algo *algo,
+			  const char *hex, size_t len, cache_each_fn fn,
+			  void *data)
+{
+	unsigned char lo[OID_RAWSZ_MAX], hi[OID_RAWSZ_MAX];
+	enum cache_stmt which;
+	int ret;
+
+	if ((ret = prefix_range(cache, algo, hex, len, 0, ST_EACH_RANGE,
+				ST_EACH_RANGE1, &which, lo, hi)))
+		return ret;
+	return walk_objects(cache, which, algo, lo, hi, fn, data);
 }
 
 int cache_for_each_gitlink(struct cache *cache, cache_gitlink_fn fn,

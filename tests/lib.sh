@@ -98,6 +98,29 @@ fuse_ok() {
 	[ -c /dev/fuse ] && command -v fusermount3 >/dev/null 2>&1
 }
 
+# require_fuse: end the test here (one skip) where FUSE cannot be used;
+# under XL_REQUIRE_FUSE=1 (CI) that is a failure instead.
+require_fuse() {
+	fuse_ok && return 0
+	if [ "${XL_REQUIRE_FUSE:-0}" = 1 ]; then
+		not_ok "FUSE is available (/dev/fuse and fusermount3)"
+	else
+		skip "mount tests" "no FUSE on this machine"
+	fi
+	test_done
+	exit
+}
+
+# twins DIR [mk-twins options]: tests/mk-twins.sh, or end the test failing.
+twins() {
+	if ! "$XL_TOP/tests/mk-twins.sh" "$@" >"$TRASH/twins.log" 2>&1; then
+		not_ok "make twin repositories"
+		sed 's/^/# /' "$TRASH/twins.log"
+		test_done
+		exit 1
+	fi
+}
+
 # xl_mount REPO MNT [xlatefs options...]: mount in the foreground
 # process (-f) in the background, its log in MNT.log, and wait until
 # the mount is there (up to 120 s: the first mount builds the cache).

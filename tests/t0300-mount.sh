@@ -9,23 +9,10 @@
 # for every kind of write.
 . "$(dirname "$0")/lib.sh"
 
-if ! fuse_ok; then
-	if [ "${XL_REQUIRE_FUSE:-0}" = 1 ]; then
-		not_ok "FUSE is available (/dev/fuse and fusermount3)"
-	else
-		skip "mount tests" "no FUSE on this machine"
-	fi
-	test_done
-	exit
-fi
+require_fuse
 
 T=$TRASH/tw
-if ! "$XL_TOP/tests/mk-twins.sh" "$T" >"$TRASH/twins.log" 2>&1; then
-	not_ok "make twin repositories"
-	sed 's/^/# /' "$TRASH/twins.log"
-	test_done
-	exit 1
-fi
+twins "$T"
 
 # same_output DESC CMD1 -- CMD2: both succeed with identical stdout.
 same_output() {

@@ -9,15 +9,7 @@
 #   - bad options and bad repositories: a clear message, no mount.
 . "$(dirname "$0")/lib.sh"
 
-if ! fuse_ok; then
-	if [ "${XL_REQUIRE_FUSE:-0}" = 1 ]; then
-		not_ok "FUSE is available (/dev/fuse and fusermount3)"
-	else
-		skip "mount tests" "no FUSE on this machine"
-	fi
-	test_done
-	exit
-fi
+require_fuse
 
 # one stream, imported with both algorithms (the SHA-1 side is the oracle)
 "$XL_TOP/tests/gen-history.sh" --commits 1500 --files 300 >"$TRASH/stream.fi"

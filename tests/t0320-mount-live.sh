@@ -9,22 +9,10 @@
 # may fail or differ.
 . "$(dirname "$0")/lib.sh"
 
-if ! fuse_ok; then
-	if [ "${XL_REQUIRE_FUSE:-0}" = 1 ]; then
-		not_ok "FUSE is available (/dev/fuse and fusermount3)"
-	else
-		skip "live mount tests" "no FUSE on this machine"
-	fi
-	test_done
-	exit
-fi
+require_fuse
 
 T=$TRASH/tw
-if ! "$XL_TOP/tests/mk-twins.sh" "$T" >"$TRASH/twins.log" 2>&1; then
-	not_ok "make twin repositories"
-	test_done
-	exit 1
-fi
+twins "$T"
 W256=$TRASH/w256
 W1=$TRASH/w1
 git clone -q "$T/sha256-packed.git" "$W256"

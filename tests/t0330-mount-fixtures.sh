@@ -5,15 +5,7 @@
 # names, HEAD as upstream has it, and git fsck finds nothing wrong.
 . "$(dirname "$0")/lib.sh"
 
-if ! fuse_ok; then
-	if [ "${XL_REQUIRE_FUSE:-0}" = 1 ]; then
-		not_ok "FUSE is available (/dev/fuse and fusermount3)"
-	else
-		skip "fixture mount tests" "no FUSE on this machine"
-	fi
-	test_done
-	exit
-fi
+require_fuse
 
 F=$XL_TOP/tests/fixtures
 for tarball in "$F"/*.tar.gz; do

@@ -10,22 +10,10 @@
 . "$(dirname "$0")/lib.sh"
 
 RUN=$XL_TOP/tests/clients/run.sh
-if ! fuse_ok; then
-	if [ "${XL_REQUIRE_FUSE:-0}" = 1 ]; then
-		not_ok "FUSE is available (/dev/fuse and fusermount3)"
-	else
-		skip "client mount tests" "no FUSE on this machine"
-	fi
-	test_done
-	exit
-fi
+require_fuse
 
 T=$TRASH/tw
-if ! "$XL_TOP/tests/mk-twins.sh" "$T" >"$TRASH/twins.log" 2>&1; then
-	not_ok "make twin repositories"
-	test_done
-	exit 1
-fi
+twins "$T"
 tar -xzf "$XL_TOP/tests/fixtures/submodule.tar.gz" -C "$TRASH"
 
 M=$TRASH/m

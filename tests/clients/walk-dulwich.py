@@ -10,18 +10,7 @@ import sys
 
 from dulwich.objects import Blob, Commit, Tree
 from dulwich.repo import Repo
-
-
-def quote(name):
-    out = []
-    for b in name:
-        if b == 0x5C:
-            out.append("\\\\")
-        elif 0x20 <= b <= 0x7E:
-            out.append(chr(b))
-        else:
-            out.append("\\x%02x" % b)
-    return "".join(out)
+from walkfmt import emit, entry
 
 
 def main():
@@ -72,23 +61,12 @@ def main():
                     if not isinstance(b, Blob):
                         raise SystemExit("%s: not a blob" % hexsha.decode())
                     blobs[hexsha] = len(b.as_raw_string())
-            entries.append((name, "  %06o %s %s %s" % (mode, kind, hexsha.decode(), quote(name))))
-        trees[sha] = sorted(entries)
+            entries.append(entry(mode, kind, hexsha.decode(), name))
+        trees[sha] = entries
 
-    out = []
-    for h in sorted(commits):
-        tree, parents = commits[h]
-        out.append("commit %s tree %s parents %s"
-                   % (h.decode(), tree.decode(), ",".join(p.decode() for p in parents) or "-"))
-    for h in sorted(trees):
-        out.append("tree " + h.decode())
-        out.extend(line for _, line in trees[h])
-    for h in sorted(blobs):
-        out.append("blob %s size %d" % (h.decode(), blobs[h]))
-    out.append("trees %d" % len(trees))
-    out.append("blobs %d" % len(blobs))
-    out.append("commits %d" % len(commits))
-    sys.stdout.write("\n".join(out) + "\n")
+    emit({h.decode(): (t.decode(), [p.decode() for p in ps]) for h, (t, ps) in commits.items()},
+         {h.decode(): e for h, e in trees.items()},
+         {h.decode(): n for h, n in blobs.items()})
 
 
 main()

@@ -8,18 +8,7 @@ size of its content (read in full), then trees/blobs/commits counts.
 import sys
 
 import pygit2
-
-
-def quote(name):
-    out = []
-    for b in name:
-        if b == 0x5C:
-            out.append("\\\\")
-        elif 0x20 <= b <= 0x7E:
-            out.append(chr(b))
-        else:
-            out.append("\\x%02x" % b)
-    return "".join(out)
+from walkfmt import emit, entry
 
 
 def main():
@@ -63,22 +52,10 @@ def main():
                 if e.id.hex not in blobs:
                     blobs[e.id.hex] = len(repo[e.id].data)
             name = e.raw_name
-            entries.append((name, "  %06o %s %s %s" % (mode, kind, e.id.hex, quote(name))))
-        trees[oid.hex] = sorted(entries)
+            entries.append(entry(mode, kind, e.id.hex, name))
+        trees[oid.hex] = entries
 
-    out = []
-    for h in sorted(commits):
-        tree, parents = commits[h]
-        out.append("commit %s tree %s parents %s" % (h, tree, ",".join(parents) or "-"))
-    for h in sorted(trees):
-        out.append("tree " + h)
-        out.extend(line for _, line in trees[h])
-    for h in sorted(blobs):
-        out.append("blob %s size %d" % (h, blobs[h]))
-    out.append("trees %d" % len(trees))
-    out.append("blobs %d" % len(blobs))
-    out.append("commits %d" % len(commits))
-    sys.stdout.write("\n".join(out) + "\n")
+    emit(commits, trees, blobs)
 
 
 main()
