@@ -56,6 +56,9 @@
  */
 #define XFS_STREAM_MIN (8u << 20)
 
+/* Memory for remembered SHA-1 names (xlate_memo): about 600k names. */
+#define XFS_MEMO_BYTES (32u << 20)
+
 /* ---- views -------------------------------------------------------------- */
 
 /* The two Git directories. */
@@ -158,6 +161,7 @@ struct xfs {
 	unsigned nr_readers;
 	atomic_uint next_reader;
 	struct cache *writer;		/* the updater's */
+	struct xlate_memo *memo;	/* recent SHA-1 names, for conversions */
 
 	struct node_table *nodes;	/* node.c; has its own lock */
 
@@ -280,7 +284,12 @@ uint64_t loose_file_size(uint64_t payload);
 size_t loose_header(char *buf, enum obj_type type, uint64_t size);
 
 struct objfile;
-/* Open the content of object node `n`; returns 0 or an errno value (logged). */
+/*
+ * Open object node `n`.  Nothing is read yet: the content is made on the
+ * first read, and the kernel keeps object files in its page cache, so an
+ * open of a file it already holds costs no conversion.  Returns 0 or an
+ * errno value.
+ */
 int objfile_open(struct xfs *xfs, const struct node *n, struct objfile **out);
 /* Read up to `len` bytes at `off` into `dst`; *got bytes; 0 or an errno value. */
 int objfile_read(struct xfs *xfs, struct objfile *f, uint64_t off, char *dst,

@@ -205,7 +205,8 @@ static int setup(struct xfs *xfs, struct options *o)
 	if ((ret = text_readme(xfs, &xfs->readme)) ||
 	    (ret = text_config(XFS_GIT1, &xfs->config[XFS_GIT1])) ||
 	    (ret = text_config(XFS_GIT256, &xfs->config[XFS_GIT256])) ||
-	    (ret = node_table_new(&xfs->nodes) ? XL_ENOMEM : 0))
+	    (ret = node_table_new(&xfs->nodes) ? XL_ENOMEM : 0) ||
+	    (ret = xlate_memo_new(&xfs->memo, XFS_MEMO_BYTES)))
 		return ret;
 	pthread_mutex_init(&xfs->snap_lock, NULL);
 	pthread_cond_init(&xfs->snap_cond, NULL);
@@ -221,6 +222,7 @@ static void teardown(struct xfs *xfs)
 	close_caches(xfs);
 	refsnap_put(xfs->snap);
 	node_table_free(xfs->nodes);
+	xlate_memo_free(xfs->memo);
 	if (xfs->repo)
 		repo_close(xfs->repo);
 	buf_release(&xfs->readme);

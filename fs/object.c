@@ -39,7 +39,10 @@
 
 struct objfile {
 	pthread_mutex_t lock;	/* the kernel may read one file on several threads */
+	struct oid name;	/* as the file is named (for log lines) */
 	struct oid sha256;
+	int sha1_form;		/* serve the SHA-1 form */
+	int loaded;		/* objfile_load() has succeeded */
 	enum obj_type type;
 	int loose;		/* framed as a loose object */
 	char hdr[32];
@@ -228,62 +231,67 @@ static int need_adler(struct xfs *xfs, struct objfile *f)
 int objfile_open(struct xfs *xfs, const struct node *n, struct objfile **out)
 {
 	struct objfile *f = calloc(1, sizeof(*f));
-	char hex[OID_HEXSZ_MAX + 1];
-	enum obj_type type;
-	int ret;
 
 	if (!f)
 		return ENOMEM;
 	pthread_mutex_init(&f->lock, NULL);
 	buf_init(&f->data);
+	f->name = n->name;
 	f->sha256 = n->sha256;
 	f->type = n->type;
 	f->size = n->size;
+	f->sha1_form = view_algo(n->view) == &hash_sha1;
 	f->loose = view_is_loose(n->view);
 	if (f->loose)
 		f->hdrlen = loose_header(f->hdr, n->type, n->size);
 	f->payload = f->hdrlen + f->size;
 	f->file_size = f->loose ? loose_file_size(f->payload) : f->size;
+	f->streaming = n->type == OBJ_BLOB && n->size >= XFS_STREAM_MIN;
+	*out = f;
+	return 0;
+}
 
-	if (n->type == OBJ_BLOB && n->size >= XFS_STREAM_MIN) {
-		f->streaming = 1;
-		if (!(f->ring = malloc(XFS_STREAM_WINDOW))) {
-			ret = ENOMEM;
-			goto fail;
-		}
+/* Make the content on the first read: whole, or the start of a stream. */
+static int objfile_load(struct xfs *xfs, struct objfile *f)
+{
+	char hex[OID_HEXSZ_MAX + 1];
+	enum obj_type type;
+	int ret;
+
+	if (f->streaming) {
+		if (!f->ring && !(f->ring = malloc(XFS_STREAM_WINDOW)))
+			return ENOMEM;
 		if ((ret = stream_restart(xfs, f)))
-			goto fail;
-		*out = f;
+			return ret;
+		f->loaded = 1;
 		return 0;
 	}
-	if (view_algo(n->view) == &hash_sha1 && n->type != OBJ_BLOB)
-		ret = xlate_sha1_form(xfs->repo, xfs_cache(xfs), xfs->unknown_headers,
-				      &n->sha256, &type, &f->data);
+	if (f->sha1_form && f->type != OBJ_BLOB)
+		ret = xlate_sha1_form(xfs->repo, xfs_cache(xfs), xfs->memo,
+				      xfs->unknown_headers, &f->sha256, &type,
+				      &f->data);
 	else
-		ret = odb_read(repo_odb(xfs->repo), &n->sha256, &type, &f->data);
+		ret = odb_read(repo_odb(xfs->repo), &f->sha256, &type, &f->data);
 	if (ret) {
-		xfs_log(xfs, "%s: %s", oid_to_hex_r(hex, &n->name), err_msg());
-		ret = ret == XL_ENOMEM ? ENOMEM : EIO;
-		goto fail;
+		xfs_log(xfs, "%s: %s", oid_to_hex_r(hex, &f->name), err_msg());
+		buf_release(&f->data);
+		return ret == XL_ENOMEM ? ENOMEM : EIO;
 	}
-	if (type != n->type || f->data.len != n->size) {
+	if (type != f->type || f->data.len != f->size) {
 		/* st_size was promised from the cache: never serve other bytes */
 		xfs_log(xfs, "%s: the cache says a %s of %llu bytes, the object "
-			"is a %s of %zu", oid_to_hex_r(hex, &n->name),
-			type_name(n->type), (unsigned long long)n->size,
+			"is a %s of %zu", oid_to_hex_r(hex, &f->name),
+			type_name(f->type), (unsigned long long)f->size,
 			type_name(type), f->data.len);
-		ret = EIO;
-		goto fail;
+		buf_release(&f->data);
+		return EIO;
 	}
 	f->adler = adler_update(adler_update(adler32(0, NULL, 0), f->hdr,
 					     f->hdrlen),
 				f->data.buf, f->data.len);
 	f->adler_known = 1;
-	*out = f;
+	f->loaded = 1;
 	return 0;
-fail:
-	objfile_close(f);
-	return ret;
 }
 
 /* One piece of a loose file at `off`: framing bytes, or payload. */
@@ -351,7 +359,11 @@ int objfile_read(struct xfs *xfs, struct objfile *f, uint64_t off, char *dst,
 	if (len > f->file_size - off)
 		len = f->file_size - off;
 	pthread_mutex_lock(&f->lock);
-	if (!f->loose) {
+	if (!f->loaded)
+		ret = objfile_load(xfs, f);
+	if (ret) {
+		/* the next read tries again */
+	} else if (!f->loose) {
 		ret = content_read(xfs, f, off, dst, len);
 		if (!ret)
 			*got = len;

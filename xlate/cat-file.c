@@ -288,7 +288,7 @@ static int cat_one(struct cli *cli, char opt, const char *type_arg,
 		snprintf(num, sizeof(num), "%zu\n", size);
 		out_str(&o, num);
 	} else if (in_sha1 && opt == 'p' && type == OBJ_TREE) {
-		if ((ret = xlate_sha1_form(repo, cli->cache, cli->unknown_headers,
+		if ((ret = xlate_sha1_form(repo, cli->cache, NULL, cli->unknown_headers,
 					   &oid, &type, &obj)) ||
 		    (ret = print_tree(&o, &hash_sha1, &obj, repo_quote_path(repo))))
 			goto fail;
@@ -320,7 +320,7 @@ static int cat_one(struct cli *cli, char opt, const char *type_arg,
 				goto fail;
 		} else {
 			if (in_sha1)
-				ret = xlate_sha1_form(repo, cli->cache,
+				ret = xlate_sha1_form(repo, cli->cache, NULL,
 						      cli->unknown_headers, &oid,
 						      &type, &obj);
 			else
@@ -439,7 +439,7 @@ static int batch_object_sha1(struct batch *b, const struct oid *oid,
 			return ret;
 		return out_write(&b->out, "\n", 1);
 	}
-	if ((ret = xlate_sha1_form(b->repo, b->cli->cache,
+	if ((ret = xlate_sha1_form(b->repo, b->cli->cache, NULL,
 				   b->cli->unknown_headers, oid, &type, &b->obj)))
 		return ret;
 	batch_header(b, &sha1, type, b->obj.len, rest);

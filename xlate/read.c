@@ -11,6 +11,7 @@
 
 struct cache_map {
 	struct cache *cache;
+	struct xlate_memo *memo;
 };
 
 static int map_by_cache(void *data, const struct oid *in, struct oid *out)
@@ -18,9 +19,11 @@ static int map_by_cache(void *data, const struct oid *in, struct oid *out)
 	struct cache_map *m = data;
 	struct cache_object co;
 	char hex[OID_HEXSZ_MAX + 1];
-	int ret = cache_get(m->cache, in, &co);
+	int ret;
 
-	if (ret == XL_ENOTFOUND)
+	if (xlate_memo_get(m->memo, in, out))
+		return 0;
+	if ((ret = cache_get(m->cache, in, &co)) == XL_ENOTFOUND)
 		return err_set(XL_ENOTFOUND, "no SHA-1 name known for %s",
 			       oid_to_hex_r(hex, in));
 	if (ret)
@@ -29,6 +32,7 @@ static int map_by_cache(void *data, const struct oid *in, struct oid *out)
 		return err_set(XL_EUNSUPPORTED, "%s is untranslatable: %s",
 			       oid_to_hex_r(hex, in), co.reason);
 	*out = co.sha1;
+	xlate_memo_put(m->memo, in, out);
 	return 0;
 }
 
@@ -54,11 +58,12 @@ static int map_gitlink_by_cache(void *data, const struct oid *in,
 }
 
 int xlate_sha1_form(struct repo *repo, struct cache *cache,
+		    struct xlate_memo *memo,
 		    enum xlate_unknown unknown_headers,
 		    const struct oid *sha256, enum obj_type *type,
 		    struct buf *out)
 {
-	struct cache_map m = { cache };
+	struct cache_map m = { cache, memo };
 	struct xlate_opts o = { repo_algo(repo), &hash_sha1, map_by_cache, &m,
 				unknown_headers, map_gitlink_by_cache };
 	struct buf native = BUF_INIT;

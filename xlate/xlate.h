@@ -200,14 +200,31 @@ int xlate_read_submodule_map(const char *path, xlate_pair_fn fn, void *data);
 /* ---- reading through the cache -------------------------------------- */
 
 /*
+ * A memo of SHA-1 names (memo.c): a fixed-size, thread-safe table that
+ * remembers recent SHA-256 -> SHA-1 pairs in front of the cache, for
+ * readers that convert many objects (the daemon).  `bytes` bounds its
+ * memory.  get returns 1 and fills *sha1 on a hit, else 0; put may
+ * forget an older pair.  A NULL memo is allowed everywhere and remembers
+ * nothing.
+ */
+struct xlate_memo;
+int xlate_memo_new(struct xlate_memo **out, size_t bytes);
+void xlate_memo_free(struct xlate_memo *memo);
+int xlate_memo_get(struct xlate_memo *memo, const struct oid *sha256,
+		   struct oid *sha1);
+void xlate_memo_put(struct xlate_memo *memo, const struct oid *sha256,
+		    const struct oid *sha1);
+
+/*
  * The SHA-1 form of the object stored under `sha256`, made from its
  * stored form and the names in the cache (gitlinks from the cache's
- * record of the submodule map).  *size1 is what the cache expects; the
- * result is checked against it.  Returns 0; XL_ENOTFOUND (not in the
- * repository); XL_EUNSUPPORTED (untranslatable: the message says why);
- * or a read error.
+ * record of the submodule map), asking `memo` (may be NULL) first.  The
+ * result is checked against the size the cache recorded.  Returns 0;
+ * XL_ENOTFOUND (not in the repository); XL_EUNSUPPORTED (untranslatable:
+ * the message says why); or a read error.
  */
 int xlate_sha1_form(struct repo *repo, struct cache *cache,
+		    struct xlate_memo *memo,
 		    enum xlate_unknown unknown_headers,
 		    const struct oid *sha256, enum obj_type *type,
 		    struct buf *out);

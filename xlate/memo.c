@@ -1,0 +1,102 @@
+/*
+ * memo.c: a bounded memory of SHA-256 -> SHA-1 names, in front of the
+ * cache.
+ *
+ * Converting a tree asks for the SHA-1 name of every entry, and the same
+ * names come up again and again (a blob stays in thousands of trees); a
+ * sqlite lookup costs microseconds, a memo hit a few dozen nanoseconds.
+ * The table is direct-mapped on the name's first bytes (names are
+ * uniformly random): a new name simply replaces whatever shared its
+ * slot, so there is no bookkeeping and the size never grows.  Names are
+ * immutable once the cache has them, so a remembered pair is never
+ * stale.  Slots are guarded by striped locks (a copy of 52 bytes under
+ * the lock: readers almost never wait).
+ */
+#include "xlate.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MEMO_STRIPES 64
+
+struct memo_slot {
+	unsigned char sha256[32];
+	unsigned char sha1[20];
+	unsigned char used;
+};
+
+struct xlate_memo {
+	struct memo_slot *slots;
+	size_t mask;
+	pthread_mutex_t stripe[MEMO_STRIPES];	/* slot i under stripe[i % MEMO_STRIPES] */
+};
+
+int xlate_memo_new(struct xlate_memo **out, size_t bytes)
+{
+	struct xlate_memo *m = calloc(1, sizeof(*m));
+	size_t n = 1024;
+
+	while (n * 2 * sizeof(struct memo_slot) <= bytes)
+		n *= 2;
+	if (!m || !(m->slots = calloc(n, sizeof(*m->slots)))) {
+		free(m);
+		return err_set(XL_ENOMEM, "out of memory");
+	}
+	m->mask = n - 1;
+	for (int i = 0; i < MEMO_STRIPES; i++)
+		pthread_mutex_init(&m->stripe[i], NULL);
+	*out = m;
+	return 0;
+}
+
+void xlate_memo_free(struct xlate_memo *m)
+{
+	if (!m)
+		return;
+	for (int i = 0; i < MEMO_STRIPES; i++)
+		pthread_mutex_destroy(&m->stripe[i]);
+	free(m->slots);
+	free(m);
+}
+
+static size_t slot_of(const struct xlate_memo *m, const struct oid *sha256)
+{
+	uint64_t h;
+
+	memcpy(&h, sha256->hash, sizeof(h));
+	return (size_t)h & m->mask;
+}
+
+int xlate_memo_get(struct xlate_memo *m, const struct oid *sha256,
+		   struct oid *sha1)
+{
+	size_t i;
+	int found = 0;
+
+	if (!m || sha256->algo != &hash_sha256)
+		return 0;
+	i = slot_of(m, sha256);
+	pthread_mutex_lock(&m->stripe[i % MEMO_STRIPES]);
+	if (m->slots[i].used && !memcmp(m->slots[i].sha256, sha256->hash, 32)) {
+		oid_from_raw(sha1, &hash_sha1, m->slots[i].sha1);
+		found = 1;
+	}
+	pthread_mutex_unlock(&m->stripe[i % MEMO_STRIPES]);
+	return found;
+}
+
+void xlate_memo_put(struct xlate_memo *m, const struct oid *sha256,
+		    const struct oid *sha1)
+{
+	size_t i;
+
+	if (!m || sha256->algo != &hash_sha256 || sha1->algo != &hash_sha1)
+		return;
+	i = slot_of(m, sha256);
+	pthread_mutex_lock(&m->stripe[i % MEMO_STRIPES]);
+	memcpy(m->slots[i].sha256, sha256->hash, 32);
+	memcpy(m->slots[i].sha1, sha1->hash, 20);
+	m->slots[i].used = 1;
+	pthread_mutex_unlock(&m->stripe[i % MEMO_STRIPES]);
+}
