@@ -336,11 +336,15 @@ int main(int argc, char **argv)
 		xfs_log(&xfs, "%s", err_msg());
 		goto out;
 	}
-	if (!(loop = fuse_loop_cfg_create()))
-		goto out;
-	fuse_loop_cfg_set_max_threads(loop, 64);
-	fuse_loop_cfg_set_idle_threads(loop, 8);
-	ret = fuse_session_loop_mt(se, loop) ? 1 : 0;
+	if (cmd.singlethread) {
+		ret = fuse_session_loop(se) ? 1 : 0;
+	} else {
+		if (!(loop = fuse_loop_cfg_create()))
+			goto out;
+		fuse_loop_cfg_set_max_threads(loop, 64);
+		fuse_loop_cfg_set_idle_threads(loop, 8);
+		ret = fuse_session_loop_mt(se, loop) ? 1 : 0;
+	}
 out:
 	/* unmount first: nobody serves the mount from here on */
 	if (se && mounted)
