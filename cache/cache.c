@@ -966,12 +966,14 @@ int cache_check_settings(struct cache *cache, const char *settings)
 		ret = run(cache, ST_COMMIT, "committing settings");
 		own_txn = ret && !sqlite3_get_autocommit(cache->db);
 	}
+	if (!ret && msg.len)
+		ret = 1;	/* emptied */
 out:
 	if (own_txn)
 		run(cache, ST_ROLLBACK, "rolling back");
 	unlock(cache);
 	/* outside the lock: the callback may well log through the cache */
-	if (!ret && msg.len && cache->warn)
+	if (ret == 1 && cache->warn)
 		cache->warn(cache->warn_data, msg.buf);
 	buf_release(&old);
 	buf_release(&msg);

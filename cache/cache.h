@@ -99,7 +99,8 @@ const char *cache_path(const struct cache *cache);	/* borrowed, until close */
  * built under: if they differ, every object and pack record is dropped
  * (with a warning) and the new settings stored.  So is a cache that has
  * rows but no settings recorded; an empty one just records them.  Inside
- * a batch the change is part of the batch.  Returns 0 or XL_EIO.
+ * a batch the change is part of the batch.  Returns 0, 1 if it emptied
+ * the cache (a reader that remembers names must forget them), or XL_EIO.
  */
 int cache_check_settings(struct cache *cache, const char *settings);
 

@@ -162,6 +162,7 @@ struct xfs {
 	atomic_uint next_reader;
 	struct cache *writer;		/* the updater's */
 	struct xlate_memo *memo;	/* recent SHA-1 names, for conversions */
+	char *settings;			/* of the last build (the updater's own) */
 
 	struct node_table *nodes;	/* node.c; has its own lock */
 

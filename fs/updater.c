@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <string.h>
 #include <time.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 struct build_progress {
@@ -58,22 +59,40 @@ int updater_build(struct xfs *xfs, int tty)
 		.cancel = &xfs->cancel_build,
 	};
 	struct xlate_build_stats stats;
+	struct buf settings = BUF_INIT;
 	uint64_t objects = 0, untranslatable = 0;
-	int ret;
+	int ret, recount;
 
 	xlate_progress_init(&p.bar, stderr);
 	pthread_mutex_lock(&xfs->status_lock);
 	p.base_objects = xfs->status.objects;
 	p.base_translated = xfs->status.translated + xfs->status.untranslatable;
+	/* counting is a scan of the table: only when something may have changed */
+	recount = !xfs->status.builds || xfs->status.state == XFS_ERROR;
 	pthread_mutex_unlock(&xfs->status_lock);
+
+	/*
+	 * The submodule map is read again by every build; if what it says
+	 * changed, the build empties the cache and names change: forget
+	 * remembered names now rather than after the whole build.
+	 */
+	if (!xlate_build_settings(&opts, &settings) && xfs->settings &&
+	    strcmp(settings.buf, xfs->settings))
+		xlate_memo_clear(xfs->memo);
+	free(xfs->settings);
+	xfs->settings = buf_detach(&settings, NULL);
 
 	/* packs written since the last look (fetch, gc, repack) */
 	odb_refresh(repo_odb(xfs->repo));
 	ret = xlate_build(xfs->repo, xfs->writer, &opts, &stats);
 	if (tty)
 		xlate_progress_end(&p.bar);
-	/* counting is a scan of the table: only when something changed */
-	if (!ret && (stats.new_objects || !xfs->status.builds))
+	/* another process may have built under other settings; a collision
+	   found now refuses an object named before */
+	if (stats.emptied || stats.collisions)
+		xlate_memo_clear(xfs->memo);
+	recount |= stats.new_objects || stats.emptied;
+	if (!ret && recount)
 		ret = cache_count(xfs->writer, &objects, &untranslatable);
 
 	pthread_mutex_lock(&xfs->status_lock);
@@ -84,7 +103,7 @@ int updater_build(struct xfs *xfs, int tty)
 	} else {
 		xfs->status.state = XFS_READY;
 		xfs->status.error[0] = '\0';
-		if (stats.new_objects || !xfs->status.builds) {
+		if (recount) {
 			xfs->status.objects = objects;
 			xfs->status.untranslatable = untranslatable;
 			xfs->status.translated = objects - untranslatable;

@@ -65,16 +65,19 @@ git -C "$W1" log --format='%H %T %s' "$fixed" >"$TRASH/want-log"
 blob=$(git -C "$W1" rev-parse "$fixed:live-1.txt")
 mkdir -p "$TRASH/readers"
 reader() {
-	local i=$1 end=$(($(date +%s) + secs)) n=0 bad=0
+	local i=$1 end=$(($(date +%s) + secs)) n=0 bad=0 out=$TRASH/readers/$1.out
 	while [ "$(date +%s)" -lt "$end" ]; do
 		case $((n % 3)) in
-		0) "${G[@]}" rev-list --objects "$fixed" 2>&1 | cmp -s - "$TRASH/want-objects" || bad=$((bad + 1)) ;;
-		1) "${G[@]}" log --format='%H %T %s' "$fixed" 2>&1 | cmp -s - "$TRASH/want-log" || bad=$((bad + 1)) ;;
-		2) [ "$(cat "$M/objects-sha1/${blob:0:2}/${blob:2}" 2>&1)" = "change 1" ] || bad=$((bad + 1)) ;;
-		esac
+		0) "${G[@]}" rev-list --objects "$fixed" >"$out" 2>&1 && cmp -s "$out" "$TRASH/want-objects" ;;
+		1) "${G[@]}" log --format='%H %T %s' "$fixed" >"$out" 2>&1 && cmp -s "$out" "$TRASH/want-log" ;;
+		2) cat "$M/objects-sha1/${blob:0:2}/${blob:2}" >"$out" 2>&1 && [ "$(cat "$out")" = "change 1" ] ;;
+		esac || {
+			bad=$((bad + 1))
+			{ echo "reader $i, read $n ($(date +%T.%N)):"; head -5 "$out"; } >>"$TRASH/readers/errors"
+		}
 		n=$((n + 1))
 	done
-	echo "$n $bad" >"$TRASH/readers/$i"
+	echo "$n $bad" >"$TRASH/readers/$i.n"
 }
 pids=""
 for i in $(seq 16); do
@@ -92,12 +95,14 @@ sleep $((secs / 6))
 git -C "$W256" gc -q --prune=now || not_ok "git gc --prune=now under the mount"
 # shellcheck disable=SC2086 # a list of pids; a bare wait would wait for the daemon too
 wait $pids
-reads=$(cat "$TRASH"/readers/* | awk '{ n += $1 } END { print n }')
-errors=$(cat "$TRASH"/readers/* | awk '{ n += $2 } END { print n }')
+reads=$(cat "$TRASH"/readers/*.n | awk '{ n += $1 } END { print n }')
+errors=$(cat "$TRASH"/readers/*.n | awk '{ n += $2 } END { print n }')
 if [ "$errors" = 0 ] && [ "$reads" -gt 16 ]; then
 	ok "16 readers for ${secs} s through commits, gc --prune=now and repack: $reads reads, 0 errors"
 else
 	not_ok "16 readers for ${secs} s: $reads reads, $errors errors"
+	head -30 "$TRASH/readers/errors" 2>/dev/null | sed 's/^/# /'
+	grep -v '^xlatefs: named' "$M.log" | head -10 | sed 's/^/# log: /'
 fi
 expect "the daemon is still there" kill -0 "$(cat "$M.pid")"
 

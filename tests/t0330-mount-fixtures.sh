@@ -54,4 +54,30 @@ for tarball in "$F"/*.tar.gz; do
 	xl_umount "$M"
 done
 
+# The submodule map edited under the mount: the next build empties the
+# cache and names the gitlinks' trees (and all that holds them) anew; no
+# name remembered from before may leak into the new objects.
+mkdir -p "$TRASH/edit"
+tar -xzf "$F/submodule.tar.gz" -C "$TRASH/edit"
+cp "$F/submodule.submodule-map.tsv" "$TRASH/edit/map"
+M=$TRASH/m-edit
+if xl_mount "$TRASH/edit/submodule.git" "$M" -o submodule_map="$TRASH/edit/map"; then
+	before=$(git --git-dir="$M/sha1" rev-parse HEAD)
+	git --git-dir="$M/sha1" rev-list --objects HEAD >/dev/null	# read every tree once
+	awk '/^#/ || NF < 2 { print; next } { print $1, "0123456789abcdef0123456789abcdef01234567" }' \
+		"$F/submodule.submodule-map.tsv" >"$TRASH/edit/map"
+	for _ in $(seq 100); do
+		after=$(git --git-dir="$M/sha1" rev-parse HEAD 2>/dev/null)
+		[ -n "$after" ] && [ "$after" != "$before" ] && break
+		sleep 0.1
+	done
+	expect "a new submodule map renames HEAD ($before -> $after)" \
+		test -n "$after" -a "$after" != "$before"
+	expect "and every object under the new names hashes to its name (fsck)" \
+		git --git-dir="$M/sha1" fsck --full --strict --no-dangling
+	xl_umount "$M"
+else
+	not_ok "mount the submodule fixture with a map to edit"
+fi
+
 test_done

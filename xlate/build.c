@@ -1344,8 +1344,10 @@ int xlate_build(struct repo *repo, struct cache *cache,
 			       "%s: a %s repository has no SHA-1 form to translate to",
 			       repo_gitdir(repo), repo_algo(repo)->name);
 	if ((ret = xlate_build_settings(opts, &settings)) ||
-	    (ret = cache_check_settings(cache, settings.buf)) ||
-	    (ret = cache_count(cache, &count, &bad)))
+	    (ret = cache_check_settings(cache, settings.buf)) < 0)
+		goto out;
+	stats->emptied = ret == 1;
+	if ((ret = cache_count(cache, &count, &bad)))
 		goto out;
 	b.cache_empty = count == 0;
 	if ((ret = xmap_init(&b.map, 1024)) || (ret = xmap_init(&b.by_sha1, 1024)) ||

@@ -7,10 +7,16 @@
  * sqlite lookup costs microseconds, a memo hit a few dozen nanoseconds.
  * The table is direct-mapped on the name's first bytes (names are
  * uniformly random): a new name simply replaces whatever shared its
- * slot, so there is no bookkeeping and the size never grows.  Names are
- * immutable once the cache has them, so a remembered pair is never
- * stale.  Slots are guarded by striped locks (a copy of 52 bytes under
- * the lock: readers almost never wait).
+ * slot, so there is no bookkeeping and the size never grows.
+ *
+ * A name in the cache changes only when the cache is emptied (built
+ * again under other settings) or an object is refused after the fact
+ * (a collision found later); then the owner clears the memo.  A reader
+ * that looked a name up before the clear must not write it back after:
+ * it notes the generation when it starts, and a put from an older
+ * generation is dropped (the check is made under the slot's lock, and a
+ * clear takes every lock).  Slots are guarded by striped locks (a copy
+ * of 52 bytes under the lock: readers almost never wait).
  */
 #include "xlate.h"
 
@@ -29,6 +35,7 @@ struct memo_slot {
 struct xlate_memo {
 	struct memo_slot *slots;
 	size_t mask;
+	atomic_uint_fast64_t generation;	/* written with every stripe held */
 	pthread_mutex_t stripe[MEMO_STRIPES];	/* slot i under stripe[i % MEMO_STRIPES] */
 };
 
@@ -86,8 +93,13 @@ int xlate_memo_get(struct xlate_memo *m, const struct oid *sha256,
 	return found;
 }
 
-void xlate_memo_put(struct xlate_memo *m, const struct oid *sha256,
-		    const struct oid *sha1)
+uint64_t xlate_memo_generation(struct xlate_memo *m)
+{
+	return m ? atomic_load(&m->generation) : 0;
+}
+
+void xlate_memo_put(struct xlate_memo *m, uint64_t generation,
+		    const struct oid *sha256, const struct oid *sha1)
 {
 	size_t i;
 
@@ -95,8 +107,23 @@ void xlate_memo_put(struct xlate_memo *m, const struct oid *sha256,
 		return;
 	i = slot_of(m, sha256);
 	pthread_mutex_lock(&m->stripe[i % MEMO_STRIPES]);
-	memcpy(m->slots[i].sha256, sha256->hash, 32);
-	memcpy(m->slots[i].sha1, sha1->hash, 20);
-	m->slots[i].used = 1;
+	if (atomic_load(&m->generation) == generation) {
+		memcpy(m->slots[i].sha256, sha256->hash, 32);
+		memcpy(m->slots[i].sha1, sha1->hash, 20);
+		m->slots[i].used = 1;
+	}
 	pthread_mutex_unlock(&m->stripe[i % MEMO_STRIPES]);
+}
+
+void xlate_memo_clear(struct xlate_memo *m)
+{
+	if (!m)
+		return;
+	for (int i = 0; i < MEMO_STRIPES; i++)
+		pthread_mutex_lock(&m->stripe[i]);
+	for (size_t i = 0; i <= m->mask; i++)
+		m->slots[i].used = 0;
+	atomic_fetch_add(&m->generation, 1);
+	for (int i = MEMO_STRIPES - 1; i >= 0; i--)
+		pthread_mutex_unlock(&m->stripe[i]);
 }

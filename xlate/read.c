@@ -12,6 +12,7 @@
 struct cache_map {
 	struct cache *cache;
 	struct xlate_memo *memo;
+	uint64_t generation;	/* of the memo, before the cache was asked */
 };
 
 static int map_by_cache(void *data, const struct oid *in, struct oid *out)
@@ -32,7 +33,7 @@ static int map_by_cache(void *data, const struct oid *in, struct oid *out)
 		return err_set(XL_EUNSUPPORTED, "%s is untranslatable: %s",
 			       oid_to_hex_r(hex, in), co.reason);
 	*out = co.sha1;
-	xlate_memo_put(m->memo, in, out);
+	xlate_memo_put(m->memo, m->generation, in, out);
 	return 0;
 }
 
@@ -63,7 +64,7 @@ int xlate_sha1_form(struct repo *repo, struct cache *cache,
 		    const struct oid *sha256, enum obj_type *type,
 		    struct buf *out)
 {
-	struct cache_map m = { cache, memo };
+	struct cache_map m = { cache, memo, xlate_memo_generation(memo) };
 	struct xlate_opts o = { repo_algo(repo), &hash_sha1, map_by_cache, &m,
 				unknown_headers, map_gitlink_by_cache };
 	struct buf native = BUF_INIT;

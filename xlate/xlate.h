@@ -128,6 +128,8 @@ struct xlate_build_stats {
 	uint64_t untranslatable;	/* of those */
 	uint64_t retry;			/* of those, refused only for now */
 	uint64_t collisions;		/* objects refused for sharing a SHA-1 name */
+	int emptied;			/* the cache, made under other settings,
+					   was emptied first: names may differ */
 	uint64_t unreadable;		/* objects that could not be read: not
 					   stored, tried again by the next build */
 	char first_unreadable[600];	/* "<name>: <why>" of the first of them */
@@ -203,17 +205,22 @@ int xlate_read_submodule_map(const char *path, xlate_pair_fn fn, void *data);
  * A memo of SHA-1 names (memo.c): a fixed-size, thread-safe table that
  * remembers recent SHA-256 -> SHA-1 pairs in front of the cache, for
  * readers that convert many objects (the daemon).  `bytes` bounds its
- * memory.  get returns 1 and fills *sha1 on a hit, else 0; put may
- * forget an older pair.  A NULL memo is allowed everywhere and remembers
- * nothing.
+ * memory.  get returns 1 and fills *sha1 on a hit, else 0.  put
+ * remembers a pair read from the cache while the memo was at
+ * `generation` (taken before the cache was asked), unless it has been
+ * cleared since; it may forget an older pair.  Whoever changes names in
+ * the cache (empties it, refuses a named object) must clear the memo.
+ * A NULL memo is allowed everywhere and remembers nothing.
  */
 struct xlate_memo;
 int xlate_memo_new(struct xlate_memo **out, size_t bytes);
 void xlate_memo_free(struct xlate_memo *memo);
 int xlate_memo_get(struct xlate_memo *memo, const struct oid *sha256,
 		   struct oid *sha1);
-void xlate_memo_put(struct xlate_memo *memo, const struct oid *sha256,
-		    const struct oid *sha1);
+uint64_t xlate_memo_generation(struct xlate_memo *memo);
+void xlate_memo_put(struct xlate_memo *memo, uint64_t generation,
+		    const struct oid *sha256, const struct oid *sha1);
+void xlate_memo_clear(struct xlate_memo *memo);
 
 /*
  * The SHA-1 form of the object stored under `sha256`, made from its
