@@ -143,7 +143,6 @@ struct node_table;
 
 struct xfs {
 	/* set up before mounting, then read-only */
-	struct repo *repo;
 	char *repo_path;		/* as given, made absolute */
 	char *cache_path;
 	char *submodule_map;
@@ -155,6 +154,9 @@ struct xfs {
 	time_t mounted;			/* the times every file shows */
 	struct buf readme;
 	struct buf config[XFS_GIT__COUNT];
+
+	pthread_mutex_t repo_lock;	/* guards repo (not what it points to) */
+	struct repo_ref *repo;		/* the repository now: xfs_repo_get() */
 
 	/* sqlite connections for readers; each has its own lock inside */
 	struct cache **readers;
@@ -181,6 +183,23 @@ struct xfs {
 	pthread_t updater;
 	int updater_started;
 };
+
+/*
+ * The repository, reference counted.  Packs that gc or repack deleted
+ * stay mapped (and their descriptors open) while a struct repo lives,
+ * so after such a change the updater opens the repository afresh and
+ * swaps it in; the old one is closed when its last user lets go.  Take
+ * a reference for the length of a request, or of an open file that
+ * streams.
+ */
+struct repo_ref {
+	struct repo *repo;
+	atomic_int refs;
+};
+struct repo_ref *xfs_repo_get(struct xfs *xfs);
+void xfs_repo_put(struct repo_ref *ref);
+/* Make `repo` the current repository (0, or XL_ENOMEM: then it is closed). */
+int xfs_repo_set(struct xfs *xfs, struct repo *repo);
 
 /* A reader connection for this request (round robin over the pool). */
 struct cache *xfs_cache(struct xfs *xfs);

@@ -112,6 +112,43 @@ struct cache *xfs_cache(struct xfs *xfs)
 	return xfs->readers[i % xfs->nr_readers];
 }
 
+struct repo_ref *xfs_repo_get(struct xfs *xfs)
+{
+	struct repo_ref *r;
+
+	pthread_mutex_lock(&xfs->repo_lock);
+	r = xfs->repo;
+	atomic_fetch_add(&r->refs, 1);
+	pthread_mutex_unlock(&xfs->repo_lock);
+	return r;
+}
+
+void xfs_repo_put(struct repo_ref *r)
+{
+	if (r && atomic_fetch_sub(&r->refs, 1) == 1) {
+		repo_close(r->repo);
+		free(r);
+	}
+}
+
+int xfs_repo_set(struct xfs *xfs, struct repo *repo)
+{
+	struct repo_ref *r = malloc(sizeof(*r)), *old;
+
+	if (!r) {
+		repo_close(repo);
+		return err_set(XL_ENOMEM, "out of memory");
+	}
+	r->repo = repo;
+	atomic_init(&r->refs, 1);	/* xfs's own */
+	pthread_mutex_lock(&xfs->repo_lock);
+	old = xfs->repo;
+	xfs->repo = r;
+	pthread_mutex_unlock(&xfs->repo_lock);
+	xfs_repo_put(old);
+	return 0;
+}
+
 static void warn_cb(void *data, const char *message)
 {
 	xfs_log(data, "warning: %s", message);
@@ -124,7 +161,7 @@ static int open_caches(struct xfs *xfs)
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	int ret;
 
-	if ((ret = cache_open(&xfs->writer, xfs->cache_path, repo_algo(xfs->repo),
+	if ((ret = cache_open(&xfs->writer, xfs->cache_path, &hash_sha256,
 			      0, warn_cb, xfs)))
 		return ret;
 	/* enough that workers rarely wait for each other's connection */
@@ -135,7 +172,7 @@ static int open_caches(struct xfs *xfs)
 		return err_set(XL_ENOMEM, "out of memory");
 	for (unsigned i = 0; i < xfs->nr_readers; i++)
 		if ((ret = cache_open(&xfs->readers[i], xfs->cache_path,
-				      repo_algo(xfs->repo), 0, warn_cb, xfs)))
+				      &hash_sha256, 0, warn_cb, xfs)))
 			return ret;
 	return 0;
 }
@@ -154,18 +191,21 @@ static int setup(struct xfs *xfs, struct options *o)
 {
 	char real[PATH_MAX];
 	struct buf path = BUF_INIT;
+	struct repo *repo;
 	int ret;
 
 	if (!realpath(o->repo, real))
 		return err_errno("%s", o->repo);
 	if (!(xfs->repo_path = strdup(real)))
 		return err_set(XL_ENOMEM, "out of memory");
-	if ((ret = repo_open(&xfs->repo, xfs->repo_path)))
+	pthread_mutex_init(&xfs->repo_lock, NULL);
+	if ((ret = repo_open(&repo, xfs->repo_path)) ||
+	    (ret = xfs_repo_set(xfs, repo)))
 		return ret;
-	if (repo_algo(xfs->repo) != &hash_sha256)
+	if (repo_algo(repo) != &hash_sha256)
 		return err_set(XL_EUNSUPPORTED, "%s is a %s repository; xlatefs "
 			       "translates SHA-256 repositories", xfs->repo_path,
-			       repo_algo(xfs->repo)->name);
+			       repo_algo(repo)->name);
 	if (o->cache) {
 		if (!realpath(o->cache, real) && errno != ENOENT)
 			return err_errno("%s", o->cache);
@@ -181,7 +221,7 @@ static int setup(struct xfs *xfs, struct options *o)
 		}
 		errno = 0;
 	} else {
-		ret = cache_default_path(repo_commondir(xfs->repo), &path);
+		ret = cache_default_path(repo_commondir(repo), &path);
 	}
 	if (ret || !(xfs->cache_path = buf_detach(&path, NULL)))
 		return ret ? ret : err_set(XL_ENOMEM, "out of memory");
@@ -223,8 +263,7 @@ static void teardown(struct xfs *xfs)
 	refsnap_put(xfs->snap);
 	node_table_free(xfs->nodes);
 	xlate_memo_free(xfs->memo);
-	if (xfs->repo)
-		repo_close(xfs->repo);
+	xfs_repo_put(xfs->repo);
 	buf_release(&xfs->readme);
 	buf_release(&xfs->config[XFS_GIT1]);
 	buf_release(&xfs->config[XFS_GIT256]);
@@ -252,7 +291,7 @@ static int add_fsname(struct fuse_args *args, const char *path)
 /* The first build, before mounting: a user who waits sees why. */
 static int first_build(struct xfs *xfs)
 {
-	int ret = cache_open(&xfs->writer, xfs->cache_path, repo_algo(xfs->repo),
+	int ret = cache_open(&xfs->writer, xfs->cache_path, &hash_sha256,
 			     CACHE_OPEN_CHECK_ALL, warn_cb, xfs);
 
 	if (!ret)

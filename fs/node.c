@@ -382,11 +382,10 @@ static int parse_lower_hex(const char *s, size_t len, unsigned char *out)
  * stored object the cache does not know yet, from the repository).
  * Returns 0, ENOENT, or EIO (logged).
  */
-static int resolve_object(struct xfs *xfs, enum xfs_view view,
-			  const struct oid *name, struct node *n)
+static int resolve_in(struct xfs *xfs, struct odb *odb, struct cache *c,
+		      enum xfs_view view, const struct oid *name,
+		      struct node *n)
 {
-	struct cache *c = xfs_cache(xfs);
-	struct odb *odb = repo_odb(xfs->repo);
 	struct cache_object co;
 	char hex[OID_HEXSZ_MAX + 1];
 	size_t size;
@@ -429,6 +428,18 @@ static int resolve_object(struct xfs *xfs, enum xfs_view view,
 	n->type = co.type;
 	n->size = view_algo(view) == &hash_sha1 ? co.size1 : co.size256;
 	return 0;
+}
+
+/* resolve_in() with the repository as it is now. */
+static int resolve_object(struct xfs *xfs, enum xfs_view view,
+			  const struct oid *name, struct node *n)
+{
+	struct cache *c = xfs_cache(xfs);
+	struct repo_ref *repo = xfs_repo_get(xfs);
+	int ret = resolve_in(xfs, repo_odb(repo->repo), c, view, name, n);
+
+	xfs_repo_put(repo);
+	return ret;
 }
 
 static int lookup_ref_path(struct xfs *xfs, enum xfs_git git,
@@ -605,7 +616,7 @@ static int add_ent(struct dir_listing *l, const char *name, size_t len,
 }
 
 struct fanout_walk {
-	struct xfs *xfs;
+	struct odb *odb;
 	struct dir_listing *l;
 	enum xfs_view view;
 	int err;
@@ -618,7 +629,7 @@ static int fanout_ent(const struct cache_object *co, void *data)
 		&co->sha1 : &co->sha256;
 	char hex[OID_HEXSZ_MAX + 1];
 
-	if (!odb_has(repo_odb(w->xfs->repo), &co->sha256))
+	if (!odb_has(w->odb, &co->sha256))
 		return 0;	/* pruned since the cache saw it */
 	oid_to_hex_r(hex, name);
 	if ((w->err = add_ent(w->l, hex + 2, name->algo->hexsz - 2,
@@ -699,12 +710,14 @@ int node_list(struct xfs *xfs, const struct node *dir, struct dir_listing *l)
 		}
 		return 0;
 	case NODE_FANOUT: {
-		struct fanout_walk w = { xfs, l, dir->view, 0 };
+		struct repo_ref *repo = xfs_repo_get(xfs);
+		struct fanout_walk w = { repo_odb(repo->repo), l, dir->view, 0 };
 		char hex[3];
 
 		snprintf(hex, sizeof(hex), "%02x", dir->fanout);
 		ret = cache_for_each_prefix(xfs_cache(xfs), view_algo(dir->view),
 					    hex, 2, fanout_ent, &w);
+		xfs_repo_put(repo);
 		if (w.err) {
 			ret = w.err;
 			goto fail;

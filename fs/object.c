@@ -40,6 +40,7 @@
 struct objfile {
 	pthread_mutex_t lock;	/* the kernel may read one file on several threads */
 	struct oid name;	/* as the file is named (for log lines) */
+	struct repo_ref *repo;	/* held from open to close: a stream uses it */
 	struct oid sha256;
 	int sha1_form;		/* serve the SHA-1 form */
 	int loaded;		/* objfile_load() has succeeded */
@@ -108,7 +109,8 @@ static int stream_restart(struct xfs *xfs, struct objfile *f)
 		odb_stream_close(f->st);
 	f->st = NULL;
 	f->st_pos = 0;
-	if (odb_stream_open(repo_odb(xfs->repo), &f->sha256, &f->st, &type, &size)) {
+	if (odb_stream_open(repo_odb(f->repo->repo), &f->sha256, &f->st, &type,
+			    &size)) {
 		xfs_log(xfs, "%s: %s", oid_to_hex_r(hex, &f->sha256), err_msg());
 		return EIO;
 	}
@@ -236,6 +238,7 @@ int objfile_open(struct xfs *xfs, const struct node *n, struct objfile **out)
 		return ENOMEM;
 	pthread_mutex_init(&f->lock, NULL);
 	buf_init(&f->data);
+	f->repo = xfs_repo_get(xfs);
 	f->name = n->name;
 	f->sha256 = n->sha256;
 	f->type = n->type;
@@ -267,11 +270,12 @@ static int objfile_load(struct xfs *xfs, struct objfile *f)
 		return 0;
 	}
 	if (f->sha1_form && f->type != OBJ_BLOB)
-		ret = xlate_sha1_form(xfs->repo, xfs_cache(xfs), xfs->memo,
+		ret = xlate_sha1_form(f->repo->repo, xfs_cache(xfs), xfs->memo,
 				      xfs->unknown_headers, &f->sha256, &type,
 				      &f->data);
 	else
-		ret = odb_read(repo_odb(xfs->repo), &f->sha256, &type, &f->data);
+		ret = odb_read(repo_odb(f->repo->repo), &f->sha256, &type,
+			       &f->data);
 	if (ret) {
 		xfs_log(xfs, "%s: %s", oid_to_hex_r(hex, &f->name), err_msg());
 		buf_release(&f->data);
@@ -388,6 +392,7 @@ void objfile_close(struct objfile *f)
 		return;
 	if (f->st)
 		odb_stream_close(f->st);
+	xfs_repo_put(f->repo);
 	buf_release(&f->data);
 	free(f->ring);
 	pthread_mutex_destroy(&f->lock);

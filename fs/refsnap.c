@@ -129,6 +129,7 @@ static int sha1_of(struct xfs *xfs, const struct oid *oid, struct oid *out)
 
 struct snap_walk {
 	struct xfs *xfs;
+	struct repo *repo;
 	struct refsnap *snap;
 };
 
@@ -156,7 +157,7 @@ static int snap_ref(const struct ref *ref, void *data)
 	if (ref->has_peeled) {
 		peeled = ref->peeled;
 		has_peeled = 1;
-	} else if (odb_read_header(repo_odb(w->xfs->repo), &ref->oid, &type, NULL)) {
+	} else if (odb_read_header(repo_odb(w->repo), &ref->oid, &type, NULL)) {
 		/*
 		 * "fully-peeled" would be a lie if it were a tag: leave it out
 		 * (status names it; no log line, as this recurs every second).
@@ -164,7 +165,7 @@ static int snap_ref(const struct ref *ref, void *data)
 		 */
 		return hide(v1, ref->name) ?: hide(v256, ref->name);
 	} else if (type == OBJ_TAG) {
-		if (repo_peel(w->xfs->repo, &ref->oid, OBJ_NONE, &peeled)) {
+		if (repo_peel(w->repo, &ref->oid, OBJ_NONE, &peeled)) {
 			/* "fully-peeled" would be a lie for this one: leave it out */
 			xfs_log(w->xfs, "%s: cannot peel %s: %s", ref->name,
 				oid_to_hex_r(hex, &ref->oid), err_msg());
@@ -182,7 +183,7 @@ static int snap_ref(const struct ref *ref, void *data)
 	       (has_peeled ? add_line(&v1->packed_refs, &p1, NULL) : 0);
 }
 
-static int snap_head(struct xfs *xfs, struct refsnap *snap)
+static int snap_head(struct xfs *xfs, struct repo *repo, struct refsnap *snap)
 {
 	struct refsnap_view *v1 = &snap->view[XFS_GIT1];
 	struct refsnap_view *v256 = &snap->view[XFS_GIT256];
@@ -191,7 +192,7 @@ static int snap_head(struct xfs *xfs, struct refsnap *snap)
 	struct oid o1;
 	int ret;
 
-	if ((ret = refs_read(xfs->repo, "HEAD", &head))) {
+	if ((ret = refs_read(repo, "HEAD", &head))) {
 		/*
 		 * Git does not see a directory without a valid HEAD as a
 		 * repository at all; an unborn branch keeps the rest usable.
@@ -220,11 +221,14 @@ static int snap_head(struct xfs *xfs, struct refsnap *snap)
 static struct refsnap *snap_make(struct xfs *xfs)
 {
 	struct refsnap *snap = calloc(1, sizeof(*snap));
-	struct snap_walk w = { xfs, snap };
+	struct repo_ref *repo = xfs_repo_get(xfs);
+	struct snap_walk w = { xfs, repo->repo, snap };
 	int ret;
 
-	if (!snap)
+	if (!snap) {
+		xfs_repo_put(repo);
 		return NULL;
+	}
 	atomic_init(&snap->refcount, 1);
 	snap->made = xfs_now();
 	for (int g = 0; g < XFS_GIT__COUNT; g++) {
@@ -233,8 +237,9 @@ static struct refsnap *snap_make(struct xfs *xfs)
 	}
 	ret = buf_addstr(&snap->view[XFS_GIT1].packed_refs, packed_refs_header) ?:
 	      buf_addstr(&snap->view[XFS_GIT256].packed_refs, packed_refs_header) ?:
-	      snap_head(xfs, snap) ?:
-	      refs_for_each(xfs->repo, snap_ref, &w);
+	      snap_head(xfs, repo->repo, snap) ?:
+	      refs_for_each(repo->repo, snap_ref, &w);
+	xfs_repo_put(repo);
 	if (ret) {
 		xfs_log(xfs, "reading refs: %s", err_msg());
 		refsnap_put(snap);

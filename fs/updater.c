@@ -48,6 +48,35 @@ static void build_progress_cb(void *data, uint64_t done, uint64_t total)
 	pthread_mutex_unlock(&xfs->status_lock);
 }
 
+static int pack_gone(const struct odb_pack_info *info, void *data)
+{
+	struct stat st;
+
+	return stat(info->path, &st) && errno == ENOENT;
+}
+
+/* 1 if a pack the repository has open was deleted (gc, repack). */
+static int packs_gone(struct repo *repo)
+{
+	return odb_for_each_pack(repo_odb(repo), pack_gone, NULL) == 1;
+}
+
+/*
+ * Open the repository afresh, without the deleted packs, and swap it
+ * in; readers still using the old one keep it until they are done.
+ */
+static void reopen(struct xfs *xfs)
+{
+	struct repo *repo;
+
+	if (repo_open(&repo, xfs->repo_path)) {
+		xfs_log(xfs, "reopening %s after a repack: %s", xfs->repo_path,
+			err_msg());
+		return;
+	}
+	xfs_repo_set(xfs, repo);
+}
+
 int updater_build(struct xfs *xfs, int tty)
 {
 	struct build_progress p = { .xfs = xfs, .tty = tty, .start = xfs_now() };
@@ -60,8 +89,9 @@ int updater_build(struct xfs *xfs, int tty)
 	};
 	struct xlate_build_stats stats;
 	struct buf settings = BUF_INIT;
+	struct repo_ref *repo;
 	uint64_t objects = 0, untranslatable = 0;
-	int ret, recount;
+	int ret, recount, gone;
 
 	xlate_progress_init(&p.bar, stderr);
 	pthread_mutex_lock(&xfs->status_lock);
@@ -83,8 +113,13 @@ int updater_build(struct xfs *xfs, int tty)
 	xfs->settings = buf_detach(&settings, NULL);
 
 	/* packs written since the last look (fetch, gc, repack) */
-	odb_refresh(repo_odb(xfs->repo));
-	ret = xlate_build(xfs->repo, xfs->writer, &opts, &stats);
+	repo = xfs_repo_get(xfs);
+	odb_refresh(repo_odb(repo->repo));
+	ret = xlate_build(repo->repo, xfs->writer, &opts, &stats);
+	gone = packs_gone(repo->repo);
+	xfs_repo_put(repo);
+	if (gone)
+		reopen(xfs);
 	if (tty)
 		xlate_progress_end(&p.bar);
 	/* another process may have built under other settings; a collision

@@ -105,6 +105,15 @@ else
 	grep -v '^xlatefs: named' "$M.log" | head -10 | sed 's/^/# log: /'
 fi
 expect "the daemon is still there" kill -0 "$(cat "$M.pid")"
+# packs that gc deleted are let go of (mappings and descriptors), not
+# kept for the life of the mount
+pid=$(cat "$M.pid")
+for _ in $(seq 50); do
+	held=$(grep -c 'pack-.*(deleted)' "/proc/$pid/maps"; ls -l "/proc/$pid/fd" | grep -c 'pack-.*(deleted)')
+	[ "$(echo $held)" = "0 0" ] && break
+	sleep 0.1
+done
+expect "deleted packs are let go of within seconds (maps, fds: $(echo $held))" test "$(echo $held)" = "0 0"
 
 want=$(git -C "$W1" rev-parse HEAD)
 for _ in $(seq 200); do
