@@ -24,6 +24,11 @@
  * by are kept in a ring and a lagging request is served from there;
  * only a read further back starts the stream again.  (A blob stored as
  * a delta is rebuilt whole by the stream, as Git does.)
+ *
+ * Content made whole is let go of once as many bytes as the file holds
+ * have been read (the kernel keeps them in its page cache), so memory
+ * follows the files being read now, not the files held open; a read
+ * after that makes it again.
  */
 #include "fs.h"
 
@@ -55,6 +60,7 @@ struct objfile {
 	int adler_known;
 
 	struct buf data;	/* the whole content, unless streaming */
+	uint64_t served;	/* bytes read out of it since it was made */
 	int streaming;
 	struct odb_stream *st;
 	uint64_t st_pos;	/* content bytes the stream has given */
@@ -378,6 +384,14 @@ int objfile_read(struct xfs *xfs, struct objfile *f, uint64_t off, char *dst,
 			ret = loose_read(xfs, f, off + *got, dst + *got,
 					 len - *got, &n);
 			*got += n;
+		}
+	}
+	if (!ret && !f->streaming) {
+		f->served += *got;
+		if (f->served >= f->file_size) {
+			buf_release(&f->data);
+			f->loaded = 0;
+			f->served = 0;
 		}
 	}
 	pthread_mutex_unlock(&f->lock);
