@@ -36,6 +36,30 @@ now() {
 	date +%s.%N
 }
 
+# gen_repo ALGO PATH STAMP: import the gen-history stream ($genopts)
+# into a bare ALGO repository at PATH, packed and with packed refs, unless
+# PATH already carries STAMP (first line of PATH/xl-bench-stamp; the
+# second is its number of objects).
+gen_repo() {
+	if [ -f "$2/xl-bench-stamp" ] && [ "$(head -1 "$2/xl-bench-stamp")" = "$3" ]; then
+		return 0
+	fi
+	echo "bench: generating $2 ($genopts) ..." >&2
+	t0=$(date +%s)
+	rm -rf "$2" "$2.tmp"
+	git init -q --bare --object-format="$1" "$2.tmp"
+	git -C "$2.tmp" symbolic-ref HEAD refs/heads/main
+	git -C "$2.tmp" config gc.auto 0
+	# shellcheck disable=SC2086
+	"$top/tests/gen-history.sh" $genopts | git -C "$2.tmp" fast-import --quiet
+	git -C "$2.tmp" repack -adfq --window=10 --depth=50
+	git -C "$2.tmp" pack-refs --all --prune
+	n=$(git -C "$2.tmp" cat-file --batch-all-objects --batch-check | wc -l | tr -d ' ')
+	printf '%s\n%s\n' "$3" "$n" >"$2.tmp/xl-bench-stamp"
+	mv "$2.tmp" "$2"
+	echo "bench: $n objects in $(($(date +%s) - t0)) s" >&2
+}
+
 bench_repo() {
 	# Nobody's configuration but ours, for the build and for the timings.
 	GIT_CONFIG_NOSYSTEM=1
@@ -53,22 +77,7 @@ bench_repo() {
 	repo=$dir/bench-sha256.git
 	stamp="gen-history $(cksum <"$top/tests/gen-history.sh" | tr -s ' \t' '  ') options $genopts; repack -adf --window=10 --depth=50"
 
-	if [ ! -f "$repo/xl-bench-stamp" ] || [ "$(head -1 "$repo/xl-bench-stamp")" != "$stamp" ]; then
-		echo "bench: generating $repo ($genopts) ..." >&2
-		t0=$(date +%s)
-		rm -rf "$repo" "$repo.tmp"
-		git init -q --bare --object-format=sha256 "$repo.tmp"
-		git -C "$repo.tmp" symbolic-ref HEAD refs/heads/main
-		git -C "$repo.tmp" config gc.auto 0
-		# shellcheck disable=SC2086
-		"$top/tests/gen-history.sh" $genopts | git -C "$repo.tmp" fast-import --quiet
-		git -C "$repo.tmp" repack -adfq --window=10 --depth=50
-		git -C "$repo.tmp" pack-refs --all --prune
-		n=$(git -C "$repo.tmp" cat-file --batch-all-objects --batch-check | wc -l | tr -d ' ')
-		printf '%s\n%s\n' "$stamp" "$n" >"$repo.tmp/xl-bench-stamp"
-		mv "$repo.tmp" "$repo"
-		echo "bench: $n objects in $(($(date +%s) - t0)) s" >&2
-	fi
+	gen_repo sha256 "$repo" "$stamp"
 	nobj=$(sed -n 2p "$repo/xl-bench-stamp")
 }
 
@@ -76,20 +85,5 @@ bench_twin() {
 	[ -n "${stamp:-}" ] || die "bench_twin before bench_repo"
 	twin=$dir/bench-sha1.git
 	tstamp="sha1 twin: $stamp"
-	if [ ! -f "$twin/xl-bench-stamp" ] || [ "$(head -1 "$twin/xl-bench-stamp")" != "$tstamp" ]; then
-		echo "bench: generating the SHA-1 twin $twin ($genopts) ..." >&2
-		t0=$(date +%s)
-		rm -rf "$twin" "$twin.tmp"
-		git init -q --bare --object-format=sha1 "$twin.tmp"
-		git -C "$twin.tmp" symbolic-ref HEAD refs/heads/main
-		git -C "$twin.tmp" config gc.auto 0
-		# shellcheck disable=SC2086
-		"$top/tests/gen-history.sh" $genopts | git -C "$twin.tmp" fast-import --quiet
-		git -C "$twin.tmp" repack -adfq --window=10 --depth=50
-		git -C "$twin.tmp" pack-refs --all --prune
-		n=$(git -C "$twin.tmp" cat-file --batch-all-objects --batch-check | wc -l | tr -d ' ')
-		printf '%s\n%s\n' "$tstamp" "$n" >"$twin.tmp/xl-bench-stamp"
-		mv "$twin.tmp" "$twin"
-		echo "bench: $n objects in $(($(date +%s) - t0)) s" >&2
-	fi
+	gen_repo sha1 "$twin" "$tstamp"
 }
