@@ -19,7 +19,12 @@
  *   refsnap.c   the refs as each view shows them (HEAD, packed-refs,
  *               symbolic refs), snapshotted and refreshed every second
  *   text.c      README, status, config
- *   updater.c   the thread that keeps the cache up to date
+ *   updater.c   the thread that keeps the cache up to date, and opens
+ *               the repository afresh after gc deletes packs
+ *
+ * Conversions ask xlate_sha1_form() with a memo of recent SHA-1 names
+ * (xlate/memo.c) in front of the cache; the updater clears it whenever
+ * the cache may have changed a name.
  *
  * Threads: FUSE requests run on libfuse's worker threads.  They share
  * one struct xfs; what changes after start-up is guarded by the lock
