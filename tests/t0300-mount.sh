@@ -149,6 +149,15 @@ c1=$(git --git-dir="$T/sha1-packed.git" rev-parse HEAD)
 c256=$(git --git-dir="$R" rev-parse HEAD)
 git --git-dir="$T/sha1-packed.git" cat-file commit "$c1" >"$TRASH/c1"
 same_file "cat objects-sha1/XX/... is the SHA-1 form" "$M/objects-sha1/${c1:0:2}/${c1:2}" "$TRASH/c1"
+c256_1=$(awk -F'\t' -v n="$c1" '$2 == n { print $1 }' "$TRASH/export.tsv")
+expect "getfattr gives the object's other name" \
+	test "$(getfattr --absolute-names --only-values -n user.git.sha256 "$M/objects-sha1/${c1:0:2}/${c1:2}")" = "$c256_1"
+expect "getfattr -d lists the four attributes" \
+	test "$(getfattr --absolute-names -d "$M/objects-sha256/${c256:0:2}/${c256:2}" | grep -c '^user\.git\.')" = 4
+expect "ls lists the object by its SHA-1 name" \
+	sh -c "ls '$M/objects-sha1/${c1:0:2}' | grep -qx '${c1:2}'"
+expect "ls -l shows its exact size" \
+	test "$(ls -l "$M/objects-sha1/${c1:0:2}/${c1:2}" | awk '{ print $5 }')" = "$(wc -c <"$TRASH/c1")"
 expect "a name that is not there: ENOENT" test ! -e "$M/objects-sha1/00/0000000000000000000000000000000000000000"
 expect "an uppercase name is not an object" test ! -e "$M/objects-sha1/${c1:0:2}/$(echo "${c1:2}" | tr a-f A-F)"
 
