@@ -23,8 +23,8 @@
  *               the repository afresh after gc deletes packs
  *
  * Conversions ask xlate_sha1_form() with a memo of recent SHA-1 names
- * (xlate/memo.c) in front of the cache; the updater clears it whenever
- * the cache may have changed a name.
+ * (xlate/memo.c) in front of the cache; the build clears it whenever it
+ * changes a name the cache held.
  *
  * Threads: FUSE requests run on libfuse's worker threads.  They share
  * one struct xfs; what changes after start-up is guarded by the lock
@@ -169,7 +169,6 @@ struct xfs {
 	atomic_uint next_reader;
 	struct cache *writer;		/* the updater's */
 	struct xlate_memo *memo;	/* recent SHA-1 names, for conversions */
-	char *settings;			/* of the last build (the updater's own) */
 
 	struct node_table *nodes;	/* node.c; has its own lock */
 

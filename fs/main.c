@@ -270,7 +270,6 @@ static void teardown(struct xfs *xfs)
 	free(xfs->repo_path);
 	free(xfs->cache_path);
 	free(xfs->submodule_map);
-	free(xfs->settings);
 }
 
 /* -ofsname=PATH, with libfuse's escapes for ',' and '\\' */

@@ -86,9 +86,9 @@ int updater_build(struct xfs *xfs, int tty)
 		.progress = build_progress_cb,
 		.progress_data = &p,
 		.cancel = &xfs->cancel_build,
+		.memo = xfs->memo,
 	};
 	struct xlate_build_stats stats;
-	struct buf settings = BUF_INIT;
 	struct repo_ref *repo;
 	uint64_t objects = 0, untranslatable = 0;
 	int ret, recount, gone;
@@ -101,17 +101,6 @@ int updater_build(struct xfs *xfs, int tty)
 	recount = !xfs->status.builds || xfs->status.state == XFS_ERROR;
 	pthread_mutex_unlock(&xfs->status_lock);
 
-	/*
-	 * The submodule map is read again by every build; if what it says
-	 * changed, the build empties the cache and names change: forget
-	 * remembered names now rather than after the whole build.
-	 */
-	if (!xlate_build_settings(&opts, &settings) && xfs->settings &&
-	    strcmp(settings.buf, xfs->settings))
-		xlate_memo_clear(xfs->memo);
-	free(xfs->settings);
-	xfs->settings = buf_detach(&settings, NULL);
-
 	/* packs written since the last look (fetch, gc, repack) */
 	repo = xfs_repo_get(xfs);
 	odb_refresh(repo_odb(repo->repo));
@@ -122,10 +111,6 @@ int updater_build(struct xfs *xfs, int tty)
 		reopen(xfs);
 	if (tty)
 		xlate_progress_end(&p.bar);
-	/* another process may have built under other settings; a collision
-	   found now refuses an object named before */
-	if (stats.emptied || stats.collisions)
-		xlate_memo_clear(xfs->memo);
 	recount |= stats.new_objects || stats.emptied;
 	if (!ret && recount)
 		ret = cache_count(xfs->writer, &objects, &untranslatable);

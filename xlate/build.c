@@ -1347,6 +1347,8 @@ int xlate_build(struct repo *repo, struct cache *cache,
 	    (ret = cache_check_settings(cache, settings.buf)) < 0)
 		goto out;
 	stats->emptied = ret == 1;
+	if (stats->emptied)
+		xlate_memo_clear(opts->memo);
 	if ((ret = cache_count(cache, &count, &bad)))
 		goto out;
 	b.cache_empty = count == 0;
@@ -1410,6 +1412,9 @@ int xlate_build(struct repo *repo, struct cache *cache,
 		ret = cache_commit(cache);
 	else
 		cache_rollback(cache);
+	/* earlier batches may have committed refusals even if this one failed */
+	if (b.collided)
+		xlate_memo_clear(opts->memo);
 	/* counted from the cache: an object in two packs is one row */
 	if (!ret && !cache_count(cache, &count, &bad))
 		stats->objects = count + stats->unreadable;

@@ -11,7 +11,7 @@
  *
  * A name in the cache changes only when the cache is emptied (built
  * again under other settings) or an object is refused after the fact
- * (a collision found later); then the owner clears the memo.  A reader
+ * (a collision found later); then the build clears the memo.  A reader
  * that looked a name up before the clear must not write it back after:
  * it notes the generation when it starts, and a put from an older
  * generation is dropped (the check is made under the slot's lock, and a

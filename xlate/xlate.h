@@ -118,6 +118,13 @@ struct xlate_build_opts {
 	 * stays) and returns XL_EIO, "build stopped".
 	 */
 	const atomic_int *cancel;
+	/*
+	 * May be NULL: a memo of names (below) that readers convert with.
+	 * The build clears it when it changes names already stored: when
+	 * it empties a cache made under other settings (before naming
+	 * anything), and after refusing a named object for a collision.
+	 */
+	struct xlate_memo *memo;
 };
 
 struct xlate_build_stats {
@@ -209,7 +216,8 @@ int xlate_read_submodule_map(const char *path, xlate_pair_fn fn, void *data);
  * remembers a pair read from the cache while the memo was at
  * `generation` (taken before the cache was asked), unless it has been
  * cleared since; it may forget an older pair.  Whoever changes names in
- * the cache (empties it, refuses a named object) must clear the memo.
+ * the cache (empties it, refuses a named object) must clear the memo:
+ * xlate_build() does, given it in opts->memo.
  * A NULL memo is allowed everywhere and remembers nothing.
  */
 struct xlate_memo;
