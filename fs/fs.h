@@ -13,6 +13,8 @@
  *
  * Where things are:
  *   main.c      options, the first (foreground) build, mounting, signals
+ *   daemon.c    the shared state the others use: the repository swap,
+ *               the sqlite connection pool, the log, the clock
  *   node.c      inode numbers and what each one is
  *   ops.c       the FUSE operations
  *   object.c    object files: sizes, zlib framing, streaming big blobs
@@ -189,7 +191,7 @@ struct xfs {
 };
 
 /*
- * The repository, reference counted.  Packs that gc or repack deleted
+ * The repository, reference counted (daemon.c).  Packs that gc or repack deleted
  * stay mapped (and their descriptors open) while a struct repo lives,
  * so after such a change the updater opens the repository afresh and
  * swaps it in; the old one is closed when its last user lets go.  Take
@@ -205,12 +207,21 @@ void xfs_repo_put(struct repo_ref *ref);
 /* Make `repo` the current repository (0, or XL_ENOMEM: then it is closed). */
 int xfs_repo_set(struct xfs *xfs, struct repo *repo);
 
-/* A reader connection for this request (round robin over the pool). */
+/*
+ * The pool of sqlite connections (daemon.c): the updater's writer and
+ * the readers, opened after the fork.  xfs_cache() is a reader for
+ * this request (round robin over the pool).
+ */
+int xfs_pool_open(struct xfs *xfs);
+void xfs_pool_close(struct xfs *xfs);
 struct cache *xfs_cache(struct xfs *xfs);
+/* cache_open()'s warning callback: a log line (data is the struct xfs). */
+void xfs_cache_warn(void *data, const char *message);
 
-/* A line in the log: stderr with -f/-d, syslog otherwise. */
+/* A line in the log: stderr with -f/-d, syslog after xfs_log_to_syslog(). */
 void xfs_log(struct xfs *xfs, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+void xfs_log_to_syslog(void);	/* once, before any thread starts */
 
 double xfs_now(void);		/* monotonic seconds */
 

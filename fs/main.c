@@ -77,115 +77,6 @@ static int option_proc(void *data, const char *arg, int key,
 	return 1;
 }
 
-/* ---- shared helpers ------------------------------------------------------ */
-
-double xfs_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* Where log lines go: set once before any thread starts. */
-static int log_to_stderr = 1;
-
-void xfs_log(struct xfs *xfs, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	if (log_to_stderr) {
-		fputs("xlatefs: ", stderr);
-		vfprintf(stderr, fmt, ap);
-		fputc('\n', stderr);
-	} else {
-		vsyslog(LOG_WARNING, fmt, ap);
-	}
-	va_end(ap);
-}
-
-struct cache *xfs_cache(struct xfs *xfs)
-{
-	unsigned i = atomic_fetch_add(&xfs->next_reader, 1);
-
-	return xfs->readers[i % xfs->nr_readers];
-}
-
-struct repo_ref *xfs_repo_get(struct xfs *xfs)
-{
-	struct repo_ref *r;
-
-	pthread_mutex_lock(&xfs->repo_lock);
-	r = xfs->repo;
-	atomic_fetch_add(&r->refs, 1);
-	pthread_mutex_unlock(&xfs->repo_lock);
-	return r;
-}
-
-void xfs_repo_put(struct repo_ref *r)
-{
-	if (r && atomic_fetch_sub(&r->refs, 1) == 1) {
-		repo_close(r->repo);
-		free(r);
-	}
-}
-
-int xfs_repo_set(struct xfs *xfs, struct repo *repo)
-{
-	struct repo_ref *r = malloc(sizeof(*r)), *old;
-
-	if (!r) {
-		repo_close(repo);
-		return err_set(XL_ENOMEM, "out of memory");
-	}
-	r->repo = repo;
-	atomic_init(&r->refs, 1);	/* xfs's own */
-	pthread_mutex_lock(&xfs->repo_lock);
-	old = xfs->repo;
-	xfs->repo = r;
-	pthread_mutex_unlock(&xfs->repo_lock);
-	xfs_repo_put(old);
-	return 0;
-}
-
-static void warn_cb(void *data, const char *message)
-{
-	xfs_log(data, "warning: %s", message);
-}
-
-/* ---- start and stop -------------------------------------------------------- */
-
-static int open_caches(struct xfs *xfs)
-{
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	int ret;
-
-	if ((ret = cache_open(&xfs->writer, xfs->cache_path, &hash_sha256,
-			      0, warn_cb, xfs)))
-		return ret;
-	/* enough that workers rarely wait for each other's connection */
-	xfs->nr_readers = cpus > 2 ? 2 * (unsigned)cpus : 4;
-	if (xfs->nr_readers > 32)
-		xfs->nr_readers = 32;
-	if (!(xfs->readers = calloc(xfs->nr_readers, sizeof(*xfs->readers))))
-		return err_set(XL_ENOMEM, "out of memory");
-	for (unsigned i = 0; i < xfs->nr_readers; i++)
-		if ((ret = cache_open(&xfs->readers[i], xfs->cache_path,
-				      &hash_sha256, 0, warn_cb, xfs)))
-			return ret;
-	return 0;
-}
-
-static void close_caches(struct xfs *xfs)
-{
-	for (unsigned i = 0; xfs->readers && i < xfs->nr_readers; i++)
-		cache_close(xfs->readers[i]);
-	free(xfs->readers);
-	xfs->readers = NULL;
-	cache_close(xfs->writer);
-	xfs->writer = NULL;
-}
 
 static int setup(struct xfs *xfs, struct options *o)
 {
@@ -259,7 +150,7 @@ static int setup(struct xfs *xfs, struct options *o)
 
 static void teardown(struct xfs *xfs)
 {
-	close_caches(xfs);
+	xfs_pool_close(xfs);
 	refsnap_put(xfs->snap);
 	node_table_free(xfs->nodes);
 	xlate_memo_free(xfs->memo);
@@ -291,7 +182,7 @@ static int add_fsname(struct fuse_args *args, const char *path)
 static int first_build(struct xfs *xfs)
 {
 	int ret = cache_open(&xfs->writer, xfs->cache_path, &hash_sha256,
-			     CACHE_OPEN_CHECK_ALL, warn_cb, xfs);
+			     CACHE_OPEN_CHECK_ALL, xfs_cache_warn, xfs);
 
 	if (!ret)
 		ret = updater_build(xfs, isatty(2));
@@ -363,11 +254,11 @@ int main(int argc, char **argv)
 	mounted = 1;
 	if (!cmd.foreground) {
 		openlog("xlatefs", LOG_PID, LOG_DAEMON);
-		log_to_stderr = 0;
+		xfs_log_to_syslog();
 	}
 	fuse_daemonize(cmd.foreground);
 
-	if (open_caches(&xfs)) {
+	if (xfs_pool_open(&xfs)) {
 		xfs_log(&xfs, "%s", err_msg());
 		goto out;
 	}
