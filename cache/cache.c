@@ -110,6 +110,29 @@ const char *const cache_stmt_sql[ST__COUNT] = {
 	[ST_CLEAR_OBJECTS] = "DELETE FROM objects",
 	[ST_CLEAR_PACKS] = "DELETE FROM packs",
 	[ST_CLEAR_GITLINKS] = "DELETE FROM gitlinks",
+	[ST_CLEAR_PACKS1] = "DELETE FROM packs1",
+	[ST_CLEAR_PACK1_ENTRIES] = "DELETE FROM pack1_entries",
+	[ST_CLEAR_PACK1_IDX] = "DELETE FROM pack1_idx",
+	[ST_PACK1_LIST] = "SELECT id, native, checksum, objects, pack_size, "
+			  "idx_size FROM packs1 ORDER BY id",
+	[ST_PACK1_PUT] = "INSERT INTO packs1(native, checksum, objects, "
+			 "pack_size, idx_size) VALUES (?1, ?2, ?3, ?4, ?5)",
+	[ST_PACK1_FINISH] = "UPDATE packs1 SET checksum = ?2, objects = ?3, "
+			    "pack_size = ?4, idx_size = ?5 WHERE id = ?1",
+	[ST_PACK1_DROP] = "DELETE FROM packs1 WHERE id = ?1",
+	[ST_PACK1_DROP_ENTRIES] = "DELETE FROM pack1_entries WHERE pack = ?1",
+	[ST_PACK1_DROP_IDX] = "DELETE FROM pack1_idx WHERE key >= ?1 << 32 "
+			      "AND key < (?1 + 1) << 32",
+	[ST_PACK1_ENTRY_PUT] = "INSERT INTO pack1_entries(pack, offset, len, "
+			       "src, hdr, sha256) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+	/* from the entry holding byte ?2 (the last to start at or before it) */
+	[ST_PACK1_ENTRIES] = "SELECT offset, len, src, hdr, sha256 "
+			     "FROM pack1_entries WHERE pack = ?1 AND offset >= "
+			     "(SELECT coalesce(max(offset), 0) FROM pack1_entries "
+			     "WHERE pack = ?1 AND offset <= ?2) "
+			     "AND offset < ?3 ORDER BY offset",
+	[ST_PACK1_IDX_PUT] = "INSERT INTO pack1_idx(key, data) VALUES (?1, ?2)",
+	[ST_PACK1_IDX_GET] = "SELECT data FROM pack1_idx WHERE key = ?1",
 };
 
 /* ---- helpers ---------------------------------------------------------- */
@@ -944,7 +967,10 @@ int cache_check_settings(struct cache *cache, const char *settings)
 	if (found || nonempty) {
 		if ((ret = run(cache, ST_CLEAR_OBJECTS, "emptying")) ||
 		    (ret = run(cache, ST_CLEAR_PACKS, "emptying")) ||
-		    (ret = run(cache, ST_CLEAR_GITLINKS, "emptying")))
+		    (ret = run(cache, ST_CLEAR_GITLINKS, "emptying")) ||
+		    (ret = run(cache, ST_CLEAR_PACKS1, "emptying")) ||
+		    (ret = run(cache, ST_CLEAR_PACK1_ENTRIES, "emptying")) ||
+		    (ret = run(cache, ST_CLEAR_PACK1_IDX, "emptying")))
 			goto out;
 		if (found)
 			ret = buf_addf(&msg, "cache %s was built with settings "
@@ -977,5 +1003,230 @@ out:
 		cache->warn(cache->warn_data, msg.buf);
 	buf_release(&old);
 	buf_release(&msg);
+	return ret;
+}
+
+/* ---- synthesized SHA-1 packs ------------------------------------------ */
+
+static int column_pack1(struct cache *cache, sqlite3_stmt *st,
+			struct cache_pack1 *p)
+{
+	const unsigned char *native = sqlite3_column_text(st, 1);
+	int nlen = sqlite3_column_bytes(st, 1);
+
+	memset(p, 0, sizeof(*p));
+	if (!native || nlen <= 0 || nlen > OID_HEXSZ_MAX ||
+	    sqlite3_column_bytes(st, 2) != 20 ||
+	    sqlite3_column_int64(st, 3) < 0 || sqlite3_column_int64(st, 3) > UINT32_MAX ||
+	    sqlite3_column_int64(st, 4) < 0 || sqlite3_column_int64(st, 5) < 0)
+		return err_set(XL_ECORRUPT, "cache %s: a bad packs1 row",
+			       cache->path);
+	p->id = sqlite3_column_int64(st, 0);
+	memcpy(p->native, native, (size_t)nlen);
+	memcpy(p->checksum, sqlite3_column_blob(st, 2), 20);
+	p->objects = (uint32_t)sqlite3_column_int64(st, 3);
+	p->pack_size = (uint64_t)sqlite3_column_int64(st, 4);
+	p->idx_size = (uint64_t)sqlite3_column_int64(st, 5);
+	return 0;
+}
+
+int cache_pack1_list(struct cache *cache, struct cache_pack1 **out, size_t *nr)
+{
+	sqlite3_stmt *st = cache->stmt[ST_PACK1_LIST];
+	struct cache_pack1 *list = NULL;
+	size_t n = 0, alloc = 0;
+	int ret;
+
+	*out = NULL;
+	*nr = 0;
+	if ((ret = lock(cache)))
+		return ret;
+	while ((ret = step(cache, st, "listing packs")) == SQLITE_ROW) {
+		if ((ret = ARRAY_GROW(list, n, alloc, 8)) ||
+		    (ret = column_pack1(cache, st, &list[n])))
+			break;
+		n++;
+	}
+	sqlite3_reset(st);
+	unlock(cache);
+	if (ret != SQLITE_DONE) {
+		free(list);
+		return ret;
+	}
+	*out = list;
+	*nr = n;
+	return 0;
+}
+
+int cache_pack1_add(struct cache *cache, struct cache_pack1 *p)
+{
+	sqlite3_stmt *st = cache->stmt[ST_PACK1_PUT];
+	int ret;
+
+	if ((ret = lock(cache)))
+		return ret;
+	sqlite3_bind_text(st, 1, p->native, -1, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 2, p->checksum, 20, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, p->objects);
+	sqlite3_bind_int64(st, 4, (sqlite3_int64)p->pack_size);
+	sqlite3_bind_int64(st, 5, (sqlite3_int64)p->idx_size);
+	if (!(ret = run(cache, ST_PACK1_PUT, "recording a pack")))
+		p->id = sqlite3_last_insert_rowid(cache->db);
+	unlock(cache);
+	return ret;
+}
+
+int cache_pack1_finish(struct cache *cache, const struct cache_pack1 *p)
+{
+	sqlite3_stmt *st = cache->stmt[ST_PACK1_FINISH];
+	int ret;
+
+	if ((ret = lock(cache)))
+		return ret;
+	sqlite3_bind_int64(st, 1, p->id);
+	sqlite3_bind_blob(st, 2, p->checksum, 20, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, p->objects);
+	sqlite3_bind_int64(st, 4, (sqlite3_int64)p->pack_size);
+	sqlite3_bind_int64(st, 5, (sqlite3_int64)p->idx_size);
+	ret = run(cache, ST_PACK1_FINISH, "recording a pack");
+	unlock(cache);
+	return ret;
+}
+
+int cache_pack1_drop(struct cache *cache, int64_t pack)
+{
+	static const enum cache_stmt which[] = {
+		ST_PACK1_DROP_ENTRIES, ST_PACK1_DROP_IDX, ST_PACK1_DROP,
+	};
+	int ret;
+
+	if ((ret = lock(cache)))
+		return ret;
+	for (size_t i = 0; !ret && i < sizeof(which) / sizeof(which[0]); i++) {
+		sqlite3_bind_int64(cache->stmt[which[i]], 1, pack);
+		ret = run(cache, which[i], "dropping a pack");
+	}
+	unlock(cache);
+	return ret;
+}
+
+int cache_pack1_put_entry(struct cache *cache, int64_t pack,
+			  const struct cache_pack1_entry *e)
+{
+	sqlite3_stmt *st = cache->stmt[ST_PACK1_ENTRY_PUT];
+	int ret;
+
+	if (!e->hdr_len || e->hdr_len > sizeof(e->hdr) || !e->len ||
+	    (e->sha256.algo && e->sha256.algo->rawsz != 32))
+		return err_set(XL_EINVALID, "cache %s: a bad pack entry",
+			       cache->path);
+	if ((ret = lock(cache)))
+		return ret;
+	sqlite3_bind_int64(st, 1, pack);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)e->offset);
+	sqlite3_bind_int64(st, 3, (sqlite3_int64)e->len);
+	sqlite3_bind_int64(st, 4, (sqlite3_int64)e->src);
+	sqlite3_bind_blob(st, 5, e->hdr, (int)e->hdr_len, SQLITE_STATIC);
+	if (e->sha256.algo)
+		bind_oid(st, 6, &e->sha256);
+	else
+		sqlite3_bind_null(st, 6);
+	ret = run(cache, ST_PACK1_ENTRY_PUT, "recording a pack entry");
+	unlock(cache);
+	return ret;
+}
+
+int cache_pack1_entries(struct cache *cache, int64_t pack, uint64_t from,
+			uint64_t to, struct cache_pack1_entry **out, size_t *nr)
+{
+	sqlite3_stmt *st = cache->stmt[ST_PACK1_ENTRIES];
+	struct cache_pack1_entry *list = NULL;
+	size_t n = 0, alloc = 0;
+	int ret;
+
+	*out = NULL;
+	*nr = 0;
+	if ((ret = lock(cache)))
+		return ret;
+	sqlite3_bind_int64(st, 1, pack);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)from);
+	sqlite3_bind_int64(st, 3, (sqlite3_int64)to);
+	while ((ret = step(cache, st, "reading pack entries")) == SQLITE_ROW) {
+		struct cache_pack1_entry *e;
+		int hlen = sqlite3_column_bytes(st, 3);
+
+		if ((ret = ARRAY_GROW(list, n, alloc, 64)))
+			break;
+		e = &list[n];
+		memset(e, 0, sizeof(*e));
+		e->offset = (uint64_t)sqlite3_column_int64(st, 0);
+		e->len = (uint64_t)sqlite3_column_int64(st, 1);
+		e->src = (uint64_t)sqlite3_column_int64(st, 2);
+		if (hlen <= 0 || (size_t)hlen > sizeof(e->hdr) ||
+		    sqlite3_column_int64(st, 1) <= 0 ||
+		    sqlite3_column_int64(st, 2) < 0) {
+			ret = err_set(XL_ECORRUPT, "cache %s: a bad pack entry row",
+				      cache->path);
+			break;
+		}
+		memcpy(e->hdr, sqlite3_column_blob(st, 3), (size_t)hlen);
+		e->hdr_len = (size_t)hlen;
+		if ((ret = column_oid(cache, st, 4, &hash_sha256, 1, &e->sha256)) < 0)
+			break;
+		n++;
+	}
+	sqlite3_reset(st);
+	unlock(cache);
+	if (ret != SQLITE_DONE) {
+		free(list);
+		return ret;
+	}
+	*out = list;
+	*nr = n;
+	return 0;
+}
+
+int cache_pack1_put_idx(struct cache *cache, int64_t pack, uint32_t chunk,
+			const void *data, size_t len)
+{
+	sqlite3_stmt *st = cache->stmt[ST_PACK1_IDX_PUT];
+	int ret;
+
+	if (len > CACHE_PACK1_IDX_CHUNK)
+		return err_set(XL_EINVALID, "cache %s: an idx chunk of %zu bytes",
+			       cache->path, len);
+	if ((ret = lock(cache)))
+		return ret;
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)((uint64_t)pack << 32 | chunk));
+	sqlite3_bind_blob(st, 2, data, (int)len, SQLITE_STATIC);
+	ret = run(cache, ST_PACK1_IDX_PUT, "recording an idx");
+	unlock(cache);
+	return ret;
+}
+
+int cache_pack1_idx(struct cache *cache, int64_t pack, uint32_t chunk,
+		    struct buf *out)
+{
+	sqlite3_stmt *st = cache->stmt[ST_PACK1_IDX_GET];
+	int ret;
+
+	buf_reset(out);
+	if ((ret = lock(cache)))
+		return ret;
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)((uint64_t)pack << 32 | chunk));
+	ret = step(cache, st, "reading an idx");
+	if (ret == SQLITE_ROW) {
+		int len = sqlite3_column_bytes(st, 0);
+
+		ret = len > CACHE_PACK1_IDX_CHUNK ?
+			err_set(XL_ECORRUPT, "cache %s: an idx chunk of %d bytes",
+				cache->path, len) :
+			buf_add(out, sqlite3_column_blob(st, 0), (size_t)len);
+	} else if (ret == SQLITE_DONE) {
+		ret = err_set(XL_ECORRUPT, "cache %s: idx chunk %u of pack %lld "
+			      "is missing", cache->path, chunk, (long long)pack);
+	}
+	sqlite3_reset(st);
+	unlock(cache);
 	return ret;
 }

@@ -224,4 +224,59 @@ typedef int (*cache_gitlink_fn)(const struct oid *tree, const char *path,
 int cache_for_each_gitlink(struct cache *cache, cache_gitlink_fn fn,
 			   void *data);
 
+/*
+ * The synthesized SHA-1 packs (xlate/pack1.c makes them): for a native
+ * pack, the layout of the SHA-1 pack made from it, so that a reader can
+ * answer stat() and any read without building the rest.  A pack is laid
+ * out in one batch: cache_pack1_add(), its entries and its .idx chunks,
+ * then commit.  Emptying the cache for other settings drops them too.
+ */
+struct cache_pack1 {
+	int64_t id;
+	char native[OID_HEXSZ_MAX + 1];	/* the native pack's checksum hex */
+	unsigned char checksum[20];	/* the SHA-1 pack's trailer (its name) */
+	uint32_t objects;
+	uint64_t pack_size, idx_size;
+};
+
+/*
+ * One entry of a SHA-1 pack: `len` bytes at `offset`, which are `hdr`,
+ * then either (sha256.algo NULL) the native pack's bytes from `src` on,
+ * or the SHA-1 form of object `sha256` as a zlib stream of stored blocks.
+ */
+struct cache_pack1_entry {
+	uint64_t offset, len, src;
+	unsigned char hdr[32];
+	size_t hdr_len;
+	struct oid sha256;
+};
+
+/* The .idx is kept in rows of this many bytes (the last may be shorter). */
+#define CACHE_PACK1_IDX_CHUNK 16384
+
+/* Every synthesized pack (malloc'd array, by id).  0, XL_EIO, XL_ECORRUPT. */
+int cache_pack1_list(struct cache *cache, struct cache_pack1 **out, size_t *nr);
+/*
+ * Record a pack (inside a batch); sets p->id.  Its checksum and sizes
+ * are known only once its entries are: cache_pack1_finish() sets them,
+ * in the same batch.
+ */
+int cache_pack1_add(struct cache *cache, struct cache_pack1 *p);
+int cache_pack1_finish(struct cache *cache, const struct cache_pack1 *p);
+int cache_pack1_put_entry(struct cache *cache, int64_t pack,
+			  const struct cache_pack1_entry *e);
+int cache_pack1_put_idx(struct cache *cache, int64_t pack, uint32_t chunk,
+			const void *data, size_t len);
+/* Forget a pack, its entries and its .idx. */
+int cache_pack1_drop(struct cache *cache, int64_t pack);
+/*
+ * The entries of pack `pack` holding any byte of [from, to), in order
+ * (malloc'd array; none past the last entry).  0, XL_EIO, XL_ECORRUPT.
+ */
+int cache_pack1_entries(struct cache *cache, int64_t pack, uint64_t from,
+			uint64_t to, struct cache_pack1_entry **out, size_t *nr);
+/* Chunk `chunk` of a pack's .idx into out.  0, XL_EIO, XL_ECORRUPT. */
+int cache_pack1_idx(struct cache *cache, int64_t pack, uint32_t chunk,
+		    struct buf *out);
+
 #endif

@@ -20,10 +20,10 @@ _Static_assert(CACHE_APP_ID == 0x786c6673, "application id is \"xlfs\"");
 
 /*
  * PRAGMA user_version: bump with every incompatible schema change, and
- * teach schema.c to migrate the previous one (version 1 had no `retry`
- * column).
+ * teach schema.c to migrate the previous ones (version 1 had no `retry`
+ * column, version 2 no synthesized packs).
  */
-#define CACHE_SCHEMA_VERSION 2
+#define CACHE_SCHEMA_VERSION 3
 
 /*
  * How long a statement waits for another process's lock before failing
@@ -70,6 +70,19 @@ enum cache_stmt {
 	ST_CLEAR_OBJECTS,
 	ST_CLEAR_PACKS,
 	ST_CLEAR_GITLINKS,
+	ST_CLEAR_PACKS1,
+	ST_CLEAR_PACK1_ENTRIES,
+	ST_CLEAR_PACK1_IDX,
+	ST_PACK1_LIST,		/* the synthesized packs */
+	ST_PACK1_PUT,
+	ST_PACK1_FINISH,
+	ST_PACK1_DROP,
+	ST_PACK1_DROP_ENTRIES,
+	ST_PACK1_DROP_IDX,
+	ST_PACK1_ENTRY_PUT,
+	ST_PACK1_ENTRIES,	/* the entries overlapping a byte range */
+	ST_PACK1_IDX_PUT,
+	ST_PACK1_IDX_GET,
 	ST__COUNT
 };
 

@@ -2,7 +2,7 @@
  * schema.c: the cache file itself: where it lives, its tables, and
  * whether it can be trusted.
  *
- * The schema, version 2 (PRAGMA user_version = 2), application id
+ * The schema, version 3 (PRAGMA user_version = 3), application id
  * 0x786c6673 "xlfs" (PRAGMA application_id), journal_mode WAL:
  *
  *   meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID
@@ -34,6 +34,27 @@
  *   INDEX gitlinks_commit256 ON gitlinks(commit256)
  *   INDEX gitlinks_commit1 ON gitlinks(commit1)
  *
+ * The synthesized SHA-1 packs (xlate/pack1.c says what the bytes are):
+ *
+ *   packs1(id INTEGER PRIMARY KEY,
+ *	    native TEXT NOT NULL,		the native pack's checksum hex
+ *	    checksum BLOB NOT NULL,		the SHA-1 pack's trailer, 20 bytes
+ *	    objects INTEGER NOT NULL,		entries in it
+ *	    pack_size INTEGER NOT NULL,	bytes of the .pack
+ *	    idx_size INTEGER NOT NULL)		bytes of the .idx
+ *					(a handful of rows: found by a scan)
+ *   pack1_entries(pack INTEGER,	packs1.id
+ *		   offset INTEGER,	where the entry starts in the SHA-1 pack
+ *		   len INTEGER NOT NULL,	its bytes
+ *		   src INTEGER NOT NULL,	native pack offset of what follows hdr
+ *		   hdr BLOB NOT NULL,		the bytes that start the entry
+ *		   sha256 BLOB,		NULL: the rest is native bytes; else
+ *					the object whose SHA-1 form follows
+ *		   PRIMARY KEY(pack, offset)) WITHOUT ROWID
+ *   pack1_idx(key INTEGER PRIMARY KEY,	packs1.id << 32 | chunk number
+ *	       data BLOB NOT NULL)	the .idx, CACHE_PACK1_IDX_CHUNK bytes a row
+ *					(rowid table: the rows are big)
+ *
  * WITHOUT ROWID makes the name the B-tree key: a lookup by SHA-256 is one
  * descent, and a lookup by SHA-1 is a descent of the index, whose entries
  * (sha1, sha256) then lead to the row.  Names are raw BLOBs, half the size
@@ -51,8 +72,9 @@
  *     both 0 and no tables: a new file: set WAL, create the schema in one
  *       BEGIN IMMEDIATE transaction (re-checking inside it, since another
  *       process may be creating it at the same moment)
- *     otherwise they must be ours and CACHE_SCHEMA_VERSION, or version 1,
- *       which is migrated in place (migrate_v1: a column and an index)
+ *     otherwise they must be ours and CACHE_SCHEMA_VERSION, or version 1
+ *       or 2, migrated in place (migrate_v1: a column and an index;
+ *       migrate_v2: the synthesized packs' tables)
  *   journal_mode=WAL, quick_check(1), the set of schema objects, meta
  *     'format', then synchronous=NORMAL and every statement prepared
  *
@@ -92,6 +114,35 @@
 	"(retry = 0 OR sha1 IS NULL))"
 #define RETRY_INDEX \
 	"CREATE INDEX objects_retry ON objects(sha256) WHERE retry = 1;"
+
+/* The synthesized packs' tables: the schema's, and version 2's migration. */
+#define PACK1_SCHEMA \
+	"CREATE TABLE packs1(" \
+	"id INTEGER PRIMARY KEY, " \
+	"native TEXT NOT NULL, " \
+	"checksum BLOB NOT NULL, " \
+	"objects INTEGER NOT NULL, " \
+	"pack_size INTEGER NOT NULL, " \
+	"idx_size INTEGER NOT NULL, " \
+	"CHECK (typeof(native) = 'text' AND typeof(checksum) = 'blob' AND " \
+	"length(checksum) = 20 AND typeof(objects) = 'integer' AND " \
+	"typeof(pack_size) = 'integer' AND typeof(idx_size) = 'integer'));" \
+	"CREATE TABLE pack1_entries(" \
+	"pack INTEGER NOT NULL, " \
+	"offset INTEGER NOT NULL, " \
+	"len INTEGER NOT NULL, " \
+	"src INTEGER NOT NULL, " \
+	"hdr BLOB NOT NULL, " \
+	"sha256 BLOB, " \
+	"PRIMARY KEY (pack, offset), " \
+	"CHECK (typeof(offset) = 'integer' AND typeof(len) = 'integer' AND " \
+	"len > 0 AND typeof(src) = 'integer' AND typeof(hdr) = 'blob' AND " \
+	"length(hdr) BETWEEN 1 AND 32 AND " \
+	"(sha256 IS NULL OR (typeof(sha256) = 'blob' AND length(sha256) = 32)))" \
+	") WITHOUT ROWID;" \
+	"CREATE TABLE pack1_idx(" \
+	"key INTEGER PRIMARY KEY, " \
+	"data BLOB NOT NULL CHECK (typeof(data) = 'blob'));"
 
 /*
  * The schema, run once on an empty file inside a transaction.  The
@@ -138,6 +189,7 @@ static const char schema_sql[] =
 	") WITHOUT ROWID;"
 	"CREATE INDEX gitlinks_commit256 ON gitlinks(commit256);"
 	"CREATE INDEX gitlinks_commit1 ON gitlinks(commit1);"
+	PACK1_SCHEMA
 	"PRAGMA application_id = " STR(CACHE_APP_ID) ";"
 	"PRAGMA user_version = " STR(CACHE_SCHEMA_VERSION) ";";
 
@@ -154,7 +206,10 @@ static const char *const schema_objects[][2] = {
 	{ "table", "objects" },
 	{ "index", "objects_retry" },
 	{ "index", "objects_sha1" },
+	{ "table", "pack1_entries" },
+	{ "table", "pack1_idx" },
 	{ "table", "packs" },
+	{ "table", "packs1" },
 };
 #define SCHEMA_OBJECTS (sizeof(schema_objects) / sizeof(schema_objects[0]))
 
@@ -440,6 +495,34 @@ fail:
 	return rc;
 }
 
+/*
+ * Version 2 to 3: the synthesized packs' tables, empty (the next build
+ * lays the packs out).  One IMMEDIATE transaction, as migrate_v1.
+ */
+static int migrate_v2(struct cache *cache, struct buf *why)
+{
+	int64_t version = 0;
+	int rc, found;
+
+	if ((rc = exec(cache, "BEGIN IMMEDIATE")) != SQLITE_OK)
+		return check_failed(cache, rc, "migrating from version 2", why);
+	if ((rc = query_one(cache, "PRAGMA user_version", &version, NULL,
+			    &found)) != SQLITE_OK)
+		goto fail;
+	if (version != 2) {
+		exec(cache, "ROLLBACK");
+		return 0;
+	}
+	if ((rc = exec(cache, PACK1_SCHEMA "PRAGMA user_version = 3;")) != SQLITE_OK ||
+	    (rc = exec(cache, "COMMIT")) != SQLITE_OK)
+		goto fail;
+	return 0;
+fail:
+	rc = check_failed(cache, rc, "migrating from version 2", why);
+	exec(cache, "ROLLBACK");
+	return rc;
+}
+
 /* A verdict: the file is bad, for the printf-style reason.  Returns 1. */
 static int bad(struct buf *why, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -546,6 +629,11 @@ static int check_file(struct cache *cache, struct buf *why)
 	if (version == 1) {
 		/* the journal mode cannot change inside a transaction */
 		if ((ret = set_wal(cache, why)) || (ret = migrate_v1(cache, why)) ||
+		    (ret = read_header(cache, &app, &version, &tables, why)))
+			return ret;
+	}
+	if (version == 2) {
+		if ((ret = set_wal(cache, why)) || (ret = migrate_v2(cache, why)) ||
 		    (ret = read_header(cache, &app, &version, &tables, why)))
 			return ret;
 	}

@@ -18,6 +18,8 @@
  *   node.c      inode numbers and what each one is
  *   ops.c       the FUSE operations
  *   object.c    object files: sizes, zlib framing, streaming big blobs
+ *   pack.c      objects/pack: native packs read through (sha256/), SHA-1
+ *               packs made from them (sha1/, xlate/pack1.c), info/packs
  *   refsnap.c   the refs as each view shows them (HEAD, packed-refs,
  *               symbolic refs), snapshotted and refreshed every second
  *   text.c      README, status, config
@@ -147,6 +149,8 @@ struct xfs_status {
 /* ---- the file system -------------------------------------------------------- */
 
 struct node_table;
+struct packsnap;
+struct served_pack;
 
 struct xfs {
 	/* set up before mounting, then read-only */
@@ -178,6 +182,11 @@ struct xfs {
 	pthread_cond_t snap_cond;	/* the first snapshot is ready */
 	struct refsnap *snap;
 	int snap_busy;
+
+	pthread_mutex_t pack_lock;	/* guards packsnap, packs_seen */
+	struct packsnap *packsnap;
+	struct served_pack *packs_seen;	/* every pack ever listed (pack.c) */
+	size_t nr_packs_seen, alloc_packs_seen;
 
 	pthread_mutex_t status_lock;	/* guards status */
 	struct xfs_status status;
@@ -234,23 +243,29 @@ enum node_kind {
 	NODE_OBJECT,		/* an object file */
 	NODE_REFDIR,		/* a directory under refs/ */
 	NODE_SYMREF,		/* a symbolic ref's loose file */
+	NODE_PACKFILE,		/* objects/pack/pack-<hex>.pack or .idx */
 };
 
 enum dir_kind {
 	DIR_ROOT,
 	DIR_GIT,		/* sha1/, sha256/ */
 	DIR_OBJECTS,		/* sha1/objects, ..., objects-sha256: 256 fan-outs */
-	DIR_EMPTY,		/* objects/info, objects/pack */
+	DIR_INFO,		/* objects/info: packs */
+	DIR_PACK,		/* objects/pack: the packs (pack.c) */
 };
 
 /* What a generated text file is. */
-enum text_kind { TEXT_README, TEXT_STATUS, TEXT_HEAD, TEXT_CONFIG, TEXT_PACKED_REFS };
+enum text_kind {
+	TEXT_README, TEXT_STATUS, TEXT_HEAD, TEXT_CONFIG, TEXT_PACKED_REFS,
+	TEXT_INFO_PACKS,	/* objects/info/packs (pack.c) */
+};
 
 struct node {
 	fuse_ino_t ino;
 	enum node_kind kind;
 	enum dir_kind dir;		/* DIR */
-	enum xfs_git git;		/* DIR_GIT, TEXT (HEAD...), REFDIR, SYMREF */
+	enum xfs_git git;		/* DIR_GIT, DIR_PACK, TEXT, REFDIR, SYMREF,
+					   PACKFILE */
 	enum text_kind text;		/* TEXT */
 	enum xfs_view view;		/* DIR_OBJECTS, FANOUT, OBJECT */
 	unsigned fanout;		/* FANOUT: the first byte */
@@ -260,7 +275,7 @@ struct node {
 	struct oid sha256;		/* the stored object */
 	struct oid sha1;		/* null algo if none (untranslatable) */
 	enum obj_type type;
-	uint64_t size;			/* of the view's form */
+	uint64_t size;			/* of the view's form; PACKFILE: of the file */
 	uint64_t nlookup;		/* kernel references (node_table lock) */
 };
 
@@ -330,6 +345,54 @@ int objfile_open(struct xfs *xfs, const struct node *n, struct objfile **out);
 int objfile_read(struct xfs *xfs, struct objfile *f, uint64_t off, char *dst,
 		 size_t len, size_t *got);
 void objfile_close(struct objfile *f);
+
+/* ---- packs (pack.c) ---------------------------------------------------------- */
+
+/*
+ * A pack a Git directory lists in objects/pack: in sha256/, a native
+ * pack read through; in sha1/, the SHA-1 pack made from one (its layout
+ * in the cache).  Its two files are pack-<hex>.pack (inode `ino`) and
+ * pack-<hex>.idx (ino + 1).
+ */
+struct served_pack {
+	enum xfs_git git;
+	char name[OID_HEXSZ_MAX + 6];	/* "pack-<hex>" */
+	char native[OID_HEXSZ_MAX + 1];	/* the native pack's checksum hex */
+	const char *native_path;	/* its .pack (lives as long as the mount) */
+	struct cache_pack1 layout;	/* sha1/ only */
+	uint64_t size[2];		/* bytes of the .pack, the .idx */
+	fuse_ino_t ino;
+	unsigned opens;			/* packs_seen only: open files */
+};
+
+/* What objects/pack lists now: made anew when older than XFS_REFS_MAX_AGE. */
+struct packsnap {
+	atomic_int refcount;
+	double made;
+	struct served_pack *packs[XFS_GIT__COUNT];
+	size_t nr[XFS_GIT__COUNT];
+	struct buf info_packs[XFS_GIT__COUNT];	/* objects/info/packs */
+};
+struct packsnap *packsnap_get(struct xfs *xfs);	/* NULL: EIO (logged) */
+void packsnap_put(struct packsnap *snap);
+
+/* 1 if `ino` is a pack file's number (it need not be listed any more). */
+int pack_ino(fuse_ino_t ino);
+/* The pack file `ino` as last listed: fills n; 0 or ENOENT. */
+int pack_node(struct xfs *xfs, fuse_ino_t ino, struct node *n);
+/* "pack-<hex>.pack" or ".idx" in objects/pack of `git`: 0 or ENOENT/EIO. */
+int pack_lookup(struct xfs *xfs, enum xfs_git git, const char *name,
+		struct node *n);
+
+struct packfile;
+int packfile_open(struct xfs *xfs, const struct node *n, struct packfile **out);
+int packfile_read(struct xfs *xfs, struct packfile *f, uint64_t off, char *dst,
+		  size_t len, size_t *got);
+void packfile_close(struct xfs *xfs, struct packfile *f);
+
+/* Lay out new packs after a build (the updater); 0 or an error. */
+int pack1_update(struct xfs *xfs, struct repo *repo);
+void pack_teardown(struct xfs *xfs);
 
 /* ---- generated text (text.c) ---------------------------------------------------- */
 

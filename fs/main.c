@@ -141,6 +141,7 @@ static int setup(struct xfs *xfs, struct options *o)
 		return ret;
 	pthread_mutex_init(&xfs->snap_lock, NULL);
 	pthread_cond_init(&xfs->snap_cond, NULL);
+	pthread_mutex_init(&xfs->pack_lock, NULL);
 	pthread_mutex_init(&xfs->status_lock, NULL);
 	pthread_mutex_init(&xfs->updater_lock, NULL);
 	pthread_cond_init(&xfs->updater_cond, NULL);
@@ -152,6 +153,7 @@ static void teardown(struct xfs *xfs)
 {
 	xfs_pool_close(xfs);
 	refsnap_put(xfs->snap);
+	pack_teardown(xfs);
 	node_table_free(xfs->nodes);
 	xlate_memo_free(xfs->memo);
 	xfs_repo_put(xfs->repo);

@@ -42,7 +42,8 @@ struct static_node {
 
 /* Inode numbers of the Git directories' members: base + offset. */
 enum { GIT1_BASE = 10, GIT256_BASE = 20 };
-enum { G_DIR, G_HEAD, G_CONFIG, G_PACKED_REFS, G_OBJECTS, G_INFO, G_PACK };
+enum { G_DIR, G_HEAD, G_CONFIG, G_PACKED_REFS, G_OBJECTS, G_INFO, G_PACK,
+       G_INFO_PACKS };
 
 #define GIT_NODES(base, dirname, git, view) \
 	{ base + G_DIR, FUSE_ROOT_ID, dirname, NODE_DIR, DIR_GIT, git }, \
@@ -51,8 +52,10 @@ enum { G_DIR, G_HEAD, G_CONFIG, G_PACKED_REFS, G_OBJECTS, G_INFO, G_PACK };
 	{ base + G_PACKED_REFS, base + G_DIR, "packed-refs", NODE_TEXT, 0, \
 	  TEXT_PACKED_REFS }, \
 	{ base + G_OBJECTS, base + G_DIR, "objects", NODE_DIR, DIR_OBJECTS, view }, \
-	{ base + G_INFO, base + G_OBJECTS, "info", NODE_DIR, DIR_EMPTY, 0 }, \
-	{ base + G_PACK, base + G_OBJECTS, "pack", NODE_DIR, DIR_EMPTY, 0 }
+	{ base + G_INFO, base + G_OBJECTS, "info", NODE_DIR, DIR_INFO, git }, \
+	{ base + G_PACK, base + G_OBJECTS, "pack", NODE_DIR, DIR_PACK, git }, \
+	{ base + G_INFO_PACKS, base + G_INFO, "packs", NODE_TEXT, 0, \
+	  TEXT_INFO_PACKS }
 
 static const struct static_node static_nodes[] = {
 	{ FUSE_ROOT_ID, FUSE_ROOT_ID, "", NODE_DIR, DIR_ROOT, 0 },
@@ -291,8 +294,8 @@ static void from_static(const struct static_node *s, struct node *n)
 	n->dir = s->dir;
 	if (s->kind == NODE_TEXT) {
 		n->text = (enum text_kind)s->arg;
-		n->git = s->parent == GIT256_BASE + G_DIR ? XFS_GIT256 : XFS_GIT1;
-	} else if (s->dir == DIR_GIT) {
+		n->git = s->ino >= GIT256_BASE ? XFS_GIT256 : XFS_GIT1;
+	} else if (s->dir == DIR_GIT || s->dir == DIR_INFO || s->dir == DIR_PACK) {
 		n->git = (enum xfs_git)s->arg;
 	} else if (s->dir == DIR_OBJECTS) {
 		n->view = (enum xfs_view)s->arg;
@@ -315,6 +318,8 @@ int node_get(struct xfs *xfs, fuse_ino_t ino, struct node *out)
 		pthread_mutex_unlock(&t->lock);
 		return ret;
 	}
+	if (pack_ino(ino))
+		return pack_node(xfs, ino, out);
 	if (ino >= PATH_BASE) {
 		pthread_mutex_lock(&t->lock);
 		if (ino - PATH_BASE < t->nr_paths) {
@@ -493,6 +498,8 @@ int node_lookup(struct xfs *xfs, fuse_ino_t parent, const char *name,
 				return 0;
 			}
 		}
+		if (dir.dir == DIR_PACK)
+			return pack_lookup(xfs, dir.git, name, out);
 		if (dir.dir == DIR_GIT && !strcmp(name, "refs")) {
 			memset(out, 0, sizeof(*out));
 			out->kind = NODE_REFDIR;
@@ -564,6 +571,11 @@ void node_stat(struct xfs *xfs, const struct node *n, struct stat *st)
 		st->st_size = (off_t)size;
 		break;
 	}
+	case NODE_PACKFILE:
+		st->st_mode = S_IFREG | 0444;
+		st->st_nlink = 1;
+		st->st_size = (off_t)n->size;
+		break;
 	case NODE_TEXT:
 	case NODE_SYMREF:
 		st->st_mode = S_IFREG | 0444;
@@ -620,7 +632,38 @@ struct fanout_walk {
 	struct dir_listing *l;
 	enum xfs_view view;
 	int err;
+	/* a loose view lists only what none of these packs holds */
+	struct odb_pack_info *packs;
+	size_t nr_packs;
 };
+
+/*
+ * The native packs whose objects a loose view leaves to objects/pack:
+ * in sha256/, all of them; in sha1/, those with a SHA-1 pack listed.
+ * An object packed natively but not yet laid out stays loose in sha1/,
+ * so every object can be read one way or the other.
+ */
+static int fanout_packs(struct xfs *xfs, struct fanout_walk *w)
+{
+	enum xfs_git git = w->view == XFS_LOOSE1 ? XFS_GIT1 : XFS_GIT256;
+	struct packsnap *snap;
+
+	if (!view_is_loose(w->view))
+		return 0;
+	if (!(snap = packsnap_get(xfs)))
+		return EIO;
+	if (snap->nr[git] &&
+	    !(w->packs = calloc(snap->nr[git], sizeof(*w->packs)))) {
+		packsnap_put(snap);
+		return ENOMEM;
+	}
+	for (size_t i = 0; i < snap->nr[git]; i++)
+		if (!odb_find_pack(w->odb, snap->packs[git][i].native,
+				   &w->packs[w->nr_packs]))
+			w->nr_packs++;
+	packsnap_put(snap);
+	return 0;
+}
 
 static int fanout_ent(const struct cache_object *co, void *data)
 {
@@ -629,6 +672,9 @@ static int fanout_ent(const struct cache_object *co, void *data)
 		&co->sha1 : &co->sha256;
 	char hex[OID_HEXSZ_MAX + 1];
 
+	for (size_t i = 0; i < w->nr_packs; i++)
+		if (odb_pack_has(&w->packs[i], &co->sha256))
+			return 0;	/* in objects/pack */
 	if (!odb_has(w->odb, &co->sha256))
 		return 0;	/* pruned since the cache saw it */
 	oid_to_hex_r(hex, name);
@@ -677,6 +723,26 @@ static int list_refdir(struct xfs *xfs, const struct node *dir,
 	return ret;
 }
 
+static int list_packs(struct xfs *xfs, enum xfs_git git, struct dir_listing *l)
+{
+	struct packsnap *snap = packsnap_get(xfs);
+	char name[OID_HEXSZ_MAX + 16];
+	int ret = 0;
+
+	if (!snap)
+		return EIO;
+	for (size_t i = 0; i < snap->nr[git] && !ret; i++) {
+		const struct served_pack *sp = &snap->packs[git][i];
+		int n = snprintf(name, sizeof(name), "%s.idx", sp->name);
+
+		ret = add_ent(l, name, (size_t)n, sp->ino | 1, S_IFREG);
+		n = snprintf(name, sizeof(name), "%s.pack", sp->name);
+		ret = ret ?: add_ent(l, name, (size_t)n, sp->ino, S_IFREG);
+	}
+	packsnap_put(snap);
+	return ret;
+}
+
 int node_list(struct xfs *xfs, const struct node *dir, struct dir_listing *l)
 {
 	int ret;
@@ -697,6 +763,8 @@ int node_list(struct xfs *xfs, const struct node *dir, struct dir_listing *l)
 		}
 		if (dir->dir == DIR_GIT && (ret = add_ent(l, "refs", 4, 0, S_IFDIR)))
 			goto fail;
+		if (dir->dir == DIR_PACK && (ret = list_packs(xfs, dir->git, l)))
+			goto fail;
 		if (dir->dir == DIR_OBJECTS) {
 			for (unsigned b = 0; b < 256; b++) {
 				char name[3];
@@ -711,13 +779,19 @@ int node_list(struct xfs *xfs, const struct node *dir, struct dir_listing *l)
 		return 0;
 	case NODE_FANOUT: {
 		struct repo_ref *repo = xfs_repo_get(xfs);
-		struct fanout_walk w = { repo_odb(repo->repo), l, dir->view, 0 };
+		struct fanout_walk w = { repo_odb(repo->repo), l, dir->view, 0,
+					 NULL, 0 };
 		char hex[3];
 
 		snprintf(hex, sizeof(hex), "%02x", dir->fanout);
-		ret = cache_for_each_prefix(xfs_cache(xfs), view_algo(dir->view),
-					    hex, 2, fanout_ent, &w);
+		if (!(ret = fanout_packs(xfs, &w)))
+			ret = cache_for_each_prefix(xfs_cache(xfs),
+						    view_algo(dir->view), hex, 2,
+						    fanout_ent, &w);
+		free(w.packs);
 		xfs_repo_put(repo);
+		if (ret > 0)
+			goto fail;	/* an errno value from fanout_packs */
 		if (w.err) {
 			ret = w.err;
 			goto fail;

@@ -4,16 +4,12 @@
  * A file in objects-sha1/ or objects-sha256/ is the raw form of its
  * object.  A file in sha1/objects or sha256/objects is what Git expects
  * of a loose object: a zlib stream of "type size\0" followed by the
- * content.  We never compress: a stream of stored deflate blocks is
- * valid zlib that any inflater reads, and its length follows from the
- * content's length alone,
- *
- *	2 (zlib header) + 5 per block of at most 65535 bytes + data + 4 (Adler-32)
- *
- * so stat() and readdir need only the size the cache already knows.
- * The blocks are laid out arithmetically, which lets a read at any
- * offset be answered without building the stream.  Only the trailing
- * Adler-32 needs every byte, and it is computed as the content passes.
+ * content.  We never compress: a stream of stored deflate blocks
+ * (xlate/zstored.c) is valid zlib that any inflater reads, and its
+ * length follows from the content's length alone, so stat() and readdir
+ * need only the size the cache already knows, and a read at any offset
+ * is answered without building the stream.  Only the trailing Adler-32
+ * needs every byte, and it is computed as the content passes.
  *
  * Objects are made whole when opened (a tree or commit has to be
  * converted whole anyway), except blobs of XFS_STREAM_MIN bytes or
@@ -38,8 +34,6 @@
 #include <string.h>
 #include <zlib.h>
 
-#define STORED_BLOCK 65535u	/* the most a stored deflate block holds */
-#define BLOCK_SPAN (STORED_BLOCK + 5)
 #define XFS_STREAM_WINDOW (4u << 20)
 
 struct objfile {
@@ -71,9 +65,7 @@ struct objfile {
 
 uint64_t loose_file_size(uint64_t payload)
 {
-	uint64_t blocks = payload ? (payload + STORED_BLOCK - 1) / STORED_BLOCK : 1;
-
-	return 2 + 5 * blocks + payload + 4;
+	return zstored_size(payload);
 }
 
 size_t loose_header(char *buf, enum obj_type type, uint64_t size)
@@ -308,54 +300,31 @@ static int objfile_load(struct xfs *xfs, struct objfile *f)
 static int loose_read(struct xfs *xfs, struct objfile *f, uint64_t off,
 		      char *dst, size_t len, size_t *got)
 {
-	uint64_t blocks = f->payload ? (f->payload + STORED_BLOCK - 1) / STORED_BLOCK : 1;
-	uint64_t tail = 2 + 5 * blocks + f->payload;
-	unsigned char frame[5];
+	struct zstored_piece p;
 	int ret;
 
-	*got = 0;
-	if (off < 2) {
-		static const unsigned char zhdr[2] = { 0x78, 0x01 };
-		size_t n = 2 - off < len ? 2 - off : len;
-
-		memcpy(dst, zhdr + off, n);
-		*got = n;
+	zstored_piece(f->payload, off, len, &p);
+	*got = p.len;
+	switch (p.part) {
+	case ZSTORED_FRAME:
+		memcpy(dst, p.frame, p.len);
 		return 0;
-	}
-	if (off >= tail) {
-		size_t n = 4 - (off - tail) < len ? 4 - (off - tail) : len;
+	case ZSTORED_ADLER: {
+		unsigned char be[4];
 
 		if ((ret = need_adler(xfs, f)))
 			return ret;
-		frame[0] = (unsigned char)(f->adler >> 24);
-		frame[1] = (unsigned char)(f->adler >> 16);
-		frame[2] = (unsigned char)(f->adler >> 8);
-		frame[3] = (unsigned char)f->adler;
-		memcpy(dst, frame + (off - tail), n);
-		*got = n;
+		be[0] = (unsigned char)(f->adler >> 24);
+		be[1] = (unsigned char)(f->adler >> 16);
+		be[2] = (unsigned char)(f->adler >> 8);
+		be[3] = (unsigned char)f->adler;
+		memcpy(dst, be + p.at, p.len);
 		return 0;
 	}
-	uint64_t k = off - 2, i = k / BLOCK_SPAN, j = k % BLOCK_SPAN;
-	uint64_t start = i * STORED_BLOCK;
-	uint64_t blen = i + 1 == blocks ? f->payload - start : STORED_BLOCK;
-
-	if (j < 5) {
-		size_t n = 5 - j < len ? 5 - j : len;
-
-		frame[0] = i + 1 == blocks;	/* BFINAL, BTYPE 00: stored */
-		frame[1] = (unsigned char)blen;
-		frame[2] = (unsigned char)(blen >> 8);
-		frame[3] = (unsigned char)~blen;
-		frame[4] = (unsigned char)(~blen >> 8);
-		memcpy(dst, frame + j, n);
-		*got = n;
-		return 0;
+	case ZSTORED_PAYLOAD:
+		break;
 	}
-	j -= 5;
-	size_t n = blen - j < len ? blen - j : len;
-
-	*got = n;
-	return payload_read(xfs, f, start + j, dst, n);
+	return payload_read(xfs, f, p.at, dst, p.len);
 }
 
 int objfile_read(struct xfs *xfs, struct objfile *f, uint64_t off, char *dst,

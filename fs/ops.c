@@ -23,11 +23,13 @@
 #include <string.h>
 #include <sys/statvfs.h>
 
-enum fh_kind { FH_OBJECT, FH_TEXT, FH_DIR };
+enum fh_kind { FH_OBJECT, FH_TEXT, FH_DIR, FH_PACK };
 
 struct fh {
 	enum fh_kind kind;
+	struct xfs *xfs;
 	struct objfile *obj;
+	struct packfile *pack;
 	struct buf text;
 	struct dir_listing dir;
 };
@@ -47,6 +49,7 @@ static void fh_free(struct fh *h)
 	if (!h)
 		return;
 	objfile_close(h->obj);
+	packfile_close(h->xfs, h->pack);
 	buf_release(&h->text);
 	dir_listing_free(&h->dir);
 	free(h);
@@ -143,10 +146,15 @@ static void xfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	buf_init(&h->text);
+	h->xfs = xfs;
 	if (n.kind == NODE_OBJECT) {
 		h->kind = FH_OBJECT;
 		ret = objfile_open(xfs, &n, &h->obj);
 		fi->keep_cache = 1;	/* an object's bytes never change */
+	} else if (n.kind == NODE_PACKFILE) {
+		h->kind = FH_PACK;
+		ret = packfile_open(xfs, &n, &h->pack);
+		fi->keep_cache = 1;	/* named by its checksum: never changes */
 	} else {
 		h->kind = FH_TEXT;
 		ret = text_content(xfs, &n, &h->text) ? EIO : 0;
@@ -192,6 +200,8 @@ static void xfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		got = size < h->text.len - o ? size : h->text.len - o;
 		memcpy(buf, h->text.buf + o, got);
 		ret = 0;
+	} else if (h->kind == FH_PACK) {
+		ret = packfile_read(xfs, h->pack, (uint64_t)off, buf, size, &got);
 	} else {
 		ret = objfile_read(xfs, h->obj, (uint64_t)off, buf, size, &got);
 	}

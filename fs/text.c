@@ -144,6 +144,13 @@ size_t text_size(struct xfs *xfs, const struct node *n)
 		return xfs->readme.len;
 	if (n->kind == NODE_TEXT && n->text == TEXT_CONFIG)
 		return xfs->config[n->git].len;
+	if (n->kind == NODE_TEXT && n->text == TEXT_INFO_PACKS) {
+		struct packsnap *ps = packsnap_get(xfs);
+
+		len = ps ? ps->info_packs[n->git].len : 0;
+		packsnap_put(ps);
+		return len;
+	}
 	if (n->kind == NODE_TEXT && n->text == TEXT_STATUS) {
 		text_status(xfs, &b);
 		len = b.len;
@@ -171,6 +178,14 @@ int text_content(struct xfs *xfs, const struct node *n, struct buf *out)
 				       xfs->config[n->git].len);
 		case TEXT_STATUS:
 			return text_status(xfs, out);
+		case TEXT_INFO_PACKS: {
+			struct packsnap *ps = packsnap_get(xfs);
+
+			ret = ps ? buf_add(out, ps->info_packs[n->git].buf,
+					   ps->info_packs[n->git].len) : XL_EIO;
+			packsnap_put(ps);
+			return ret;
+		}
 		default:
 			break;
 		}

@@ -105,6 +105,8 @@ int updater_build(struct xfs *xfs, int tty)
 	repo = xfs_repo_get(xfs);
 	odb_refresh(repo_odb(repo->repo));
 	ret = xlate_build(repo->repo, xfs->writer, &opts, &stats);
+	if (!ret)
+		ret = pack1_update(xfs, repo->repo);
 	gone = packs_gone(repo->repo);
 	xfs_repo_put(repo);
 	if (gone)

@@ -585,20 +585,17 @@ int odb_for_each_object(struct odb *odb, odb_each_fn fn, void *data)
 	return ret;
 }
 
+static void pack_info(struct pack *p, struct odb_pack_info *info);
+
 int odb_for_each_pack(struct odb *odb, odb_pack_fn fn, void *data)
 {
 	int ret = 0;
 
 	for (struct pack *p = atomic_load_explicit(&odb->packs, memory_order_acquire);
 	     p && !ret; p = p->next) {
-		struct odb_pack_info info = { 0 };
-		struct oid sum;
+		struct odb_pack_info info;
 
-		info.path = p->path;
-		oid_from_raw(&sum, p->algo, p->idx.pack_checksum);
-		oid_to_hex_r(info.checksum, &sum);
-		info.objects = p->idx.nr;
-		info.pack = p;
+		pack_info(p, &info);
 		ret = fn(&info, data);
 	}
 	return ret;
@@ -610,6 +607,47 @@ void odb_pack_object(const struct odb_pack_info *info, uint32_t i,
 	const struct pack *p = info->pack;
 
 	oid_from_raw(out, p->algo, idx_name(&p->idx, i));
+}
+
+static void pack_info(struct pack *p, struct odb_pack_info *info)
+{
+	struct oid sum;
+
+	memset(info, 0, sizeof(*info));
+	info->path = p->path;
+	oid_from_raw(&sum, p->algo, p->idx.pack_checksum);
+	oid_to_hex_r(info->checksum, &sum);
+	info->objects = p->idx.nr;
+	info->pack = p;
+}
+
+int odb_find_pack(struct odb *odb, const char *hex, struct odb_pack_info *out)
+{
+	for (struct pack *p = atomic_load_explicit(&odb->packs, memory_order_acquire);
+	     p; p = p->next) {
+		pack_info(p, out);
+		if (!strcmp(out->checksum, hex))
+			return 0;
+	}
+	memset(out, 0, sizeof(*out));
+	return err_set(XL_ENOTFOUND, "no pack-%s.pack", hex);
+}
+
+const unsigned char *odb_pack_map(const struct odb_pack_info *info,
+				  size_t *len)
+{
+	const struct pack *p = info->pack;
+
+	*len = p->map_len;
+	return p->map;
+}
+
+int odb_pack_has(const struct odb_pack_info *info, const struct oid *oid)
+{
+	const struct pack *p = info->pack;
+	uint32_t pos;
+
+	return oid->algo == p->algo && !idx_find(&p->idx, oid->hash, &pos);
 }
 
 int odb_for_each_loose(struct odb *odb, odb_each_fn fn, void *data)

@@ -310,6 +310,34 @@ int odb_for_each_pack(struct odb *odb, odb_pack_fn fn, void *data);
 /* The name of the i-th object (i < info->objects) of a pack, in name order. */
 void odb_pack_object(const struct odb_pack_info *info, uint32_t i,
 		     struct oid *out);
+/*
+ * A pack's entries in the order they are stored, for callers that write
+ * a pack of their own from one (the synthesized SHA-1 packs).  Entry i
+ * spans [offset, end): its header, then its zlib stream from `data`.
+ * Its delta base, if any, is named by its index in the same array
+ * (ODB_NO_BASE: outside this pack).  An entry whose header cannot be
+ * parsed, or that shares its offset with an earlier one, has type
+ * OBJ_NONE: a reader of the pack would fail on it, so a writer skips it.
+ * *out is malloc'd, info->objects long.  Returns 0, XL_ENOMEM, or
+ * XL_ECORRUPT (a bad large-offset table).
+ */
+#define ODB_NO_BASE UINT32_MAX
+struct odb_pack_entry {
+	uint64_t offset, end, data;
+	uint64_t size;		/* inflated size of what is stored (the delta, for a delta) */
+	uint32_t pos;		/* its place in the .idx, so its name: odb_pack_object() */
+	uint32_t base;		/* a delta's base, as an index into the array */
+	enum obj_type type;	/* as stored: a base type, a delta type or OBJ_NONE */
+};
+int odb_pack_entries(const struct odb_pack_info *info,
+		     struct odb_pack_entry **out);
+/* The pack's bytes, trailer included, mapped for as long as the odb lives. */
+const unsigned char *odb_pack_map(const struct odb_pack_info *info,
+				  size_t *len);
+/* The pack named pack-<hex>.pack: 0 and *out, or XL_ENOTFOUND. */
+int odb_find_pack(struct odb *odb, const char *hex, struct odb_pack_info *out);
+/* 1 if `oid` is in the pack, else 0. */
+int odb_pack_has(const struct odb_pack_info *info, const struct oid *oid);
 /* Every loose object (of every source), unsorted. */
 int odb_for_each_loose(struct odb *odb, odb_each_fn fn, void *data);
 

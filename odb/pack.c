@@ -430,3 +430,94 @@ fail:
 	chain_release(&ch);
 	return pack_fail(pack, cur, ret);
 }
+
+/* ---- entries in pack order (for writers of other packs) ---------------- */
+
+static int cmp_entry_offset(const void *a, const void *b)
+{
+	const struct odb_pack_entry *x = a, *y = b;
+
+	if (x->offset != y->offset)
+		return x->offset < y->offset ? -1 : 1;
+	return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+/* The index of the entry at `offset` in the sorted array, or ODB_NO_BASE. */
+static uint32_t entry_at(const struct odb_pack_entry *e, uint32_t nr,
+			 uint64_t offset)
+{
+	uint32_t lo = 0, hi = nr;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (e[mid].offset < offset)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < nr && e[lo].offset == offset && e[lo].type != OBJ_NONE ?
+		lo : ODB_NO_BASE;
+}
+
+int odb_pack_entries(const struct odb_pack_info *info,
+		     struct odb_pack_entry **out)
+{
+	const struct pack *pack = info->pack;
+	uint32_t nr = pack->idx.nr, *by_pos = NULL;
+	struct odb_pack_entry *e;
+	int ret = 0;
+
+	*out = NULL;
+	if (!(e = calloc(nr ? nr : 1, sizeof(*e))) ||
+	    !(by_pos = malloc((nr ? nr : 1) * sizeof(*by_pos)))) {
+		free(e);
+		return err_set(XL_ENOMEM, "out of memory");
+	}
+	for (uint32_t i = 0; i < nr; i++) {
+		e[i].pos = i;
+		if ((ret = idx_offset(&pack->idx, i, &e[i].offset)))
+			goto fail;
+	}
+	qsort(e, nr, sizeof(*e), cmp_entry_offset);
+	for (uint32_t i = 0; i < nr; i++) {
+		struct pack_entry pe;
+
+		by_pos[e[i].pos] = i;
+		e[i].end = i + 1 < nr ? e[i + 1].offset : pack->data_end;
+		e[i].base = ODB_NO_BASE;
+		if ((i && e[i - 1].offset == e[i].offset) ||
+		    pack_entry_header(pack, e[i].offset, &pe)) {
+			e[i].type = OBJ_NONE;
+			e[i].end = e[i].offset;
+			continue;
+		}
+		e[i].type = pe.type;
+		e[i].size = pe.size;
+		e[i].data = pe.data;
+		if (e[i].data >= e[i].end)
+			e[i].type = OBJ_NONE;
+		else if (pe.type == OBJ_OFS_DELTA)	/* its base comes first */
+			e[i].base = entry_at(e, i, pe.base);
+	}
+	err_clear();
+	for (uint32_t i = 0; i < nr; i++) {
+		struct pack_entry pe;
+		uint32_t pos;
+
+		if (e[i].type == OBJ_REF_DELTA &&
+			   !pack_entry_header(pack, e[i].offset, &pe) &&
+			   !idx_find(&pack->idx, pe.base_name, &pos)) {
+			e[i].base = by_pos[pos];
+			if (e[i].base == i || e[e[i].base].type == OBJ_NONE)
+				e[i].base = ODB_NO_BASE;
+		}
+	}
+	free(by_pos);
+	*out = e;
+	return 0;
+fail:
+	free(by_pos);
+	free(e);
+	return ret;
+}

@@ -206,6 +206,79 @@ typedef int (*xlate_pair_fn)(void *data, const struct oid *sha256,
 			     const struct oid *sha1);
 int xlate_read_submodule_map(const char *path, xlate_pair_fn fn, void *data);
 
+/* ---- zlib streams of stored blocks (zstored.c) ---------------------- */
+
+/*
+ * A zlib stream of stored deflate blocks carrying `size` payload bytes:
+ * its length follows from the size alone, and any byte of it from
+ * arithmetic (the framing used for loose object files and for the
+ * rewritten entries of synthesized packs).
+ */
+uint64_t zstored_size(uint64_t size);
+
+enum zstored_part {
+	ZSTORED_FRAME,		/* zlib header or a block header: p->frame */
+	ZSTORED_PAYLOAD,	/* payload bytes [at, at + len) */
+	ZSTORED_ADLER,		/* bytes [at, at + len) of the big-endian Adler-32 */
+};
+struct zstored_piece {
+	enum zstored_part part;
+	uint64_t at;
+	size_t len;		/* 0 only past the end of the stream */
+	unsigned char frame[5];
+};
+/* What lies at `off` of the stream: one piece, at most `len` bytes. */
+void zstored_piece(uint64_t size, uint64_t off, size_t len,
+		   struct zstored_piece *p);
+/* Bytes [off, off + len) of the stream, the payload all in memory. */
+void zstored_copy(const void *payload, uint64_t size, uint32_t adler,
+		  uint64_t off, void *dst, size_t len);
+
+/* ---- synthesized SHA-1 packs (pack1.c) ------------------------------ */
+
+struct cache_pack1;
+
+/*
+ * Lay out the SHA-1 pack of every native pack the build has finished
+ * and that has none yet, into the cache (see pack1.c), and forget the
+ * layouts of native packs that are gone, unless keep() says a reader
+ * still has one open.  Run it after xlate_build().
+ */
+struct xlate_pack1_opts {
+	enum xlate_unknown unknown_headers;
+	struct xlate_memo *memo;	/* may be NULL: a memo of its own */
+	const atomic_int *cancel;	/* may be NULL; as in xlate_build_opts */
+	int (*keep)(void *data, const struct cache_pack1 *p);	/* may be NULL */
+	void *keep_data;
+};
+struct xlate_pack1_stats {
+	uint64_t made;		/* packs laid out */
+	uint64_t objects;	/* entries in them */
+	uint64_t dropped;	/* layouts forgotten */
+};
+int xlate_pack1_update(struct repo *repo, struct cache *cache,
+		       const struct xlate_pack1_opts *opts,
+		       struct xlate_pack1_stats *stats);
+
+/*
+ * Reading a SHA-1 pack: a reader belongs to one thread at a time, and
+ * remembers the last SHA-1 form it made (an entry read in pieces is
+ * converted once).  `repo` must outlive it; its native pack is found by
+ * name there (XL_ENOTFOUND if it is gone).  A read must lie within the
+ * pack (or the .idx); it returns 0, or an error with the message set
+ * (XL_ECORRUPT for a native entry or a cache row that is not what the
+ * layout said).
+ */
+struct xlate_pack1_reader;
+int xlate_pack1_reader_new(struct xlate_pack1_reader **out, struct repo *repo,
+			   const struct cache_pack1 *pack);
+void xlate_pack1_reader_free(struct xlate_pack1_reader *r);
+int xlate_pack1_read(struct xlate_pack1_reader *r, struct cache *cache,
+		     struct xlate_memo *memo, enum xlate_unknown unknown_headers,
+		     uint64_t off, void *dst, size_t len);
+int xlate_pack1_read_idx(struct cache *cache, const struct cache_pack1 *p,
+			 uint64_t off, void *dst, size_t len);
+
 /* ---- reading through the cache -------------------------------------- */
 
 /*

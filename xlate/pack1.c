@@ -1,0 +1,733 @@
+/*
+ * pack1.c: SHA-1 packs made from native packs (DESIGN.md §6).
+ *
+ * For every native pack the build has finished, one SHA-1 pack (version
+ * 2) and its .idx (version 2) hold the SHA-1 form of every translatable
+ * object of that pack, in the native pack's order.  The build lays each
+ * one out once (xlate_pack1_update) and records in the cache what a
+ * reader needs to answer stat() and any read without making the rest:
+ * every entry's offset, length and where its bytes come from, the .idx
+ * whole (names, CRC32s, offsets), and the pack's trailer.  Reading a
+ * range then makes only the entries it touches (xlate_pack1_read).
+ *
+ * An entry is its header (`hdr` in the cache) followed by one of:
+ *
+ *   native bytes    a blob stored whole: its SHA-1 form is its content,
+ *                   so the native entry is reused byte for byte, header
+ *                   and zlib stream.  A blob stored as a delta against
+ *                   another blob of the pack keeps its zlib stream (the
+ *                   delta applies to the same bytes in either form) under
+ *                   a new header: OFS_DELTA with the distance between the
+ *                   two entries here, or REF_DELTA with the base's SHA-1
+ *                   name when the base comes later.
+ *   a SHA-1 form    everything else (trees, commits, tags, their deltas,
+ *                   and a blob delta whose base is not a blob here):
+ *                   converted when read, as a zlib stream of stored
+ *                   blocks (zstored.c).
+ *
+ * Why stored blocks and not compressed forms kept in the cache.  The
+ * layout must never change while the pack is listed, and bytes made
+ * again must be the bytes the trailer and the CRC32s were computed over.
+ * A stored-block stream is fixed by its payload alone, and its length
+ * follows from the size the cache already holds; compressed bytes are
+ * fixed only by the zlib version and level that made them, so they
+ * would have to be kept, which doubles the cache (measured on the bench
+ * repository: see the README, "synthesized packs").  What stored blocks
+ * cost is size: commits and trees are not compressed and trees are not
+ * deltified, so the SHA-1 pack is bigger than the native one.  Blobs,
+ * which are most of the bytes of most repositories, are reused as they
+ * are.
+ *
+ * The pack's bytes are laid out in the native pack's order, so an
+ * OFS_DELTA's base still comes first, and a reader that walks commits
+ * (git log) finds them as close together as in the native pack.
+ * Entries whose header cannot be parsed, objects without a SHA-1 name
+ * (untranslatable, or not yet named), and a second entry of one name
+ * are left out: the pack holds only what its name table can answer.
+ *
+ * Correct to the byte: the layout pass makes every byte once with the
+ * same function that serves reads (entry_copy), feeding the pack's SHA-1
+ * and each entry's CRC32 as it goes, so what a reader is served is what
+ * was summed.  A reused native entry is exactly the bytes between its
+ * offset and the next entry's, as the native pack is laid out.
+ */
+#include "xlate.h"
+#include "../cache/cache.h"
+
+#include <openssl/evp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#define PACK_HDR_LEN 12
+#define TRAILER_LEN 20
+#define IDX_HDR_LEN (8 + 256 * 4)
+/* an offset this big goes to the .idx's 64-bit table */
+#define IDX_LARGE 0x80000000ull
+/* layout: the bytes of an entry are made and summed this many at a time */
+#define LAYOUT_CHUNK (1u << 20)
+
+/* ---- entry headers -------------------------------------------------- */
+
+/* Git's type-and-size header; returns its length (at most 10 bytes). */
+static size_t put_type_size(unsigned char *p, enum obj_type type,
+			    uint64_t size)
+{
+	unsigned char c = (unsigned char)(type << 4 | (size & 15));
+	size_t n = 0;
+
+	size >>= 4;
+	while (size) {
+		p[n++] = c | 0x80;
+		c = size & 0x7f;
+		size >>= 7;
+	}
+	p[n++] = c;
+	return n;
+}
+
+/*
+ * An OFS_DELTA's distance back to its base: big-endian groups of seven
+ * bits, where every group but the last is stored minus one (so that no
+ * distance has two spellings).  Returns its length (at most 10 bytes).
+ */
+static size_t put_ofs(unsigned char *p, uint64_t dist)
+{
+	unsigned char tmp[10];
+	size_t pos = sizeof(tmp) - 1;
+
+	tmp[pos] = dist & 0x7f;
+	while (dist >>= 7)
+		tmp[--pos] = 0x80 | (--dist & 0x7f);
+	memcpy(p, tmp + pos, sizeof(tmp) - pos);
+	return sizeof(tmp) - pos;
+}
+
+static void put_be32(unsigned char *p, uint32_t v)
+{
+	p[0] = (unsigned char)(v >> 24);
+	p[1] = (unsigned char)(v >> 16);
+	p[2] = (unsigned char)(v >> 8);
+	p[3] = (unsigned char)v;
+}
+
+/* ---- making an entry's bytes ------------------------------------------- */
+
+/* What the bytes of a pack come from. */
+struct pack1_ctx {
+	struct repo *repo;
+	struct cache *cache;
+	struct xlate_memo *memo;
+	enum xlate_unknown unknown_headers;
+	const unsigned char *native;	/* the native pack's bytes */
+	size_t native_len;
+};
+
+/*
+ * The SHA-1 form last made, so that an entry read in several pieces (or
+ * summed in several chunks) is converted once.
+ */
+struct form {
+	struct oid sha256;	/* algo NULL: none */
+	struct buf data;
+	uint32_t adler;
+};
+
+static void form_release(struct form *f)
+{
+	buf_release(&f->data);
+	memset(&f->sha256, 0, sizeof(f->sha256));
+}
+
+static int form_make(const struct pack1_ctx *c, struct form *f,
+		     const struct oid *sha256, uint64_t size)
+{
+	char hex[OID_HEXSZ_MAX + 1];
+	enum obj_type type;
+	int ret;
+
+	if (f->sha256.algo && !oid_cmp(&f->sha256, sha256))
+		return 0;
+	form_release(f);
+	if ((ret = xlate_sha1_form(c->repo, c->cache, c->memo,
+				   c->unknown_headers, sha256, &type, &f->data)))
+		return err_wrap("%s", oid_to_hex_r(hex, sha256));
+	if (f->data.len != size) {
+		buf_release(&f->data);
+		return err_set(XL_ECORRUPT, "%s: its SHA-1 form is %zu bytes, "
+			       "the pack was laid out for %llu",
+			       oid_to_hex_r(hex, sha256), f->data.len,
+			       (unsigned long long)size);
+	}
+	f->adler = 0;
+	for (size_t done = 0; done < size;) {
+		uInt n = size - done > (1u << 30) ? 1u << 30 : (uInt)(size - done);
+
+		f->adler = (uint32_t)adler32(f->adler ? f->adler : adler32(0, NULL, 0),
+					     (const Bytef *)f->data.buf + done, n);
+		done += n;
+	}
+	if (!size)
+		f->adler = (uint32_t)adler32(0, NULL, 0);
+	f->sha256 = *sha256;
+	return 0;
+}
+
+/* The payload size of a SHA-1-form entry, read back from its header. */
+static uint64_t hdr_size(const struct cache_pack1_entry *e)
+{
+	uint64_t size = e->hdr[0] & 15;
+	unsigned shift = 4;
+
+	for (size_t i = 0; i < e->hdr_len && (e->hdr[i] & 0x80) && i + 1 < e->hdr_len;
+	     i++, shift += 7)
+		size |= (uint64_t)(e->hdr[i + 1] & 0x7f) << shift;
+	return size;
+}
+
+/*
+ * Bytes [off, off + len) of entry `e` (offsets within the entry) into
+ * dst.  Returns 0 or an error (the native bytes are out of range, or
+ * the SHA-1 form cannot be made).
+ */
+static int entry_copy(const struct pack1_ctx *c, struct form *f,
+		      const struct cache_pack1_entry *e, uint64_t off,
+		      unsigned char *dst, size_t len)
+{
+	int ret;
+
+	if (off < e->hdr_len) {
+		size_t n = e->hdr_len - off < len ? e->hdr_len - off : len;
+
+		memcpy(dst, e->hdr + off, n);
+		off += n;
+		dst += n;
+		len -= n;
+	}
+	if (!len)
+		return 0;
+	off -= e->hdr_len;
+	if (!e->sha256.algo) {
+		if (e->src > c->native_len || off > c->native_len - e->src ||
+		    len > c->native_len - e->src - off)
+			return err_set(XL_ECORRUPT, "pack entry at %llu: native "
+				       "bytes outside the pack",
+				       (unsigned long long)e->offset);
+		memcpy(dst, c->native + e->src + off, len);
+		return 0;
+	}
+	uint64_t size = hdr_size(e);
+
+	if ((ret = form_make(c, f, &e->sha256, size)))
+		return ret;
+	zstored_copy(f->data.buf, size, f->adler, off, dst, len);
+	return 0;
+}
+
+/* ---- laying a pack out -------------------------------------------------- */
+
+/* What the layout decides for one native entry. */
+struct plan {
+	struct oid sha1;
+	uint64_t offset;	/* in the SHA-1 pack */
+	uint64_t size1;
+	uint32_t crc;
+	uint8_t kept;		/* in the SHA-1 pack */
+	uint8_t type;		/* the object's type (after deltas) */
+};
+
+struct idx_rec {
+	unsigned char sha1[20];
+	uint32_t crc;
+	uint64_t offset;
+};
+
+static int cmp_idx_rec(const void *a, const void *b)
+{
+	return memcmp(a, b, 20);
+}
+
+/*
+ * The .idx of the pack, whole, into out: header, fan-out, names, CRC32s,
+ * 32-bit offsets, 64-bit ones, the pack's trailer, and its own SHA-1.
+ * `recs` is sorted by name here.
+ */
+static int build_idx(struct idx_rec *recs, uint32_t nr,
+		     const unsigned char *pack_sum, struct buf *out)
+{
+	unsigned char b[8];
+	uint32_t fan[256] = { 0 }, large = 0;
+	int ret = 0;
+
+	qsort(recs, nr, sizeof(*recs), cmp_idx_rec);
+	for (uint32_t i = 0; i < nr; i++)
+		fan[recs[i].sha1[0]]++;
+	for (unsigned i = 1; i < 256; i++)
+		fan[i] += fan[i - 1];
+	ret = buf_add(out, "\377tOc", 4);
+	put_be32(b, 2);
+	ret = ret ?: buf_add(out, b, 4);
+	for (unsigned i = 0; i < 256 && !ret; i++) {
+		put_be32(b, fan[i]);
+		ret = buf_add(out, b, 4);
+	}
+	for (uint32_t i = 0; i < nr && !ret; i++)
+		ret = buf_add(out, recs[i].sha1, 20);
+	for (uint32_t i = 0; i < nr && !ret; i++) {
+		put_be32(b, recs[i].crc);
+		ret = buf_add(out, b, 4);
+	}
+	for (uint32_t i = 0; i < nr && !ret; i++) {
+		put_be32(b, recs[i].offset < IDX_LARGE ? (uint32_t)recs[i].offset :
+			 0x80000000u | large++);
+		ret = buf_add(out, b, 4);
+	}
+	for (uint32_t i = 0; i < nr && !ret; i++) {
+		if (recs[i].offset < IDX_LARGE)
+			continue;
+		put_be32(b, (uint32_t)(recs[i].offset >> 32));
+		put_be32(b + 4, (uint32_t)recs[i].offset);
+		ret = buf_add(out, b, 8);
+	}
+	ret = ret ?: buf_add(out, pack_sum, 20);
+	if (!ret) {
+		unsigned char sum[20];
+
+		if (!EVP_Digest(out->buf, out->len, sum, NULL, EVP_sha1(), NULL))
+			return err_set(XL_ENOMEM, "SHA-1 of an idx failed");
+		ret = buf_add(out, sum, 20);
+	}
+	return ret;
+}
+
+/* Feeds bytes to the pack's SHA-1. */
+static int sum_update(EVP_MD_CTX *md, const void *p, size_t len)
+{
+	return EVP_DigestUpdate(md, p, len) ? 0 :
+		err_set(XL_ENOMEM, "SHA-1 of a pack failed");
+}
+
+/*
+ * Decide what each native entry becomes: which are kept (with their
+ * SHA-1 names), from the cache.
+ */
+static int plan_entries(const struct pack1_ctx *c,
+			const struct odb_pack_info *info,
+			const struct odb_pack_entry *e, struct plan *plan,
+			uint32_t *kept)
+{
+	uint32_t nr = info->objects;
+	int ret;
+
+	*kept = 0;
+	for (uint32_t i = 0; i < nr; i++) {
+		struct cache_object co;
+		struct oid name, prev;
+
+		memset(&plan[i], 0, sizeof(plan[i]));
+		if (e[i].type == OBJ_NONE)
+			continue;
+		odb_pack_object(info, e[i].pos, &name);
+		/* the same name twice in one .idx: keep one entry of it */
+		if (e[i].pos) {
+			odb_pack_object(info, e[i].pos - 1, &prev);
+			if (!oid_cmp(&prev, &name))
+				continue;
+		}
+		ret = cache_get(c->cache, &name, &co);
+		if (ret == XL_ENOTFOUND || (!ret && !co.sha1.algo))
+			continue;
+		if (ret)
+			return ret;
+		plan[i].sha1 = co.sha1;
+		plan[i].size1 = co.size1;
+		plan[i].type = (uint8_t)co.type;
+		plan[i].kept = 1;
+		(*kept)++;
+	}
+	return 0;
+}
+
+/*
+ * The header of kept entry i, and where its bytes come from.  Entries
+ * before i have their offsets.
+ */
+static void entry_for(const struct pack1_ctx *c,
+		      const struct odb_pack_info *info,
+		      const struct odb_pack_entry *e, const struct plan *plan,
+		      uint32_t i, uint64_t offset, struct cache_pack1_entry *out)
+{
+	const struct odb_pack_entry *n = &e[i];
+	uint32_t b = n->base;
+
+	memset(out, 0, sizeof(*out));
+	out->offset = offset;
+	if (plan[i].type == OBJ_BLOB && n->type == OBJ_BLOB &&
+	    n->data - n->offset <= sizeof(out->hdr)) {
+		/* the native entry as it is */
+		out->hdr_len = n->data - n->offset;
+		memcpy(out->hdr, c->native + n->offset, out->hdr_len);
+		out->src = n->data;
+		out->len = n->end - n->offset;
+		return;
+	}
+	if (plan[i].type == OBJ_BLOB &&
+	    (n->type == OBJ_OFS_DELTA || n->type == OBJ_REF_DELTA) &&
+	    b != ODB_NO_BASE && plan[b].kept && plan[b].type == OBJ_BLOB) {
+		/* the native delta, against the base's place here */
+		if (b < i) {
+			out->hdr_len = put_type_size(out->hdr, OBJ_OFS_DELTA, n->size);
+			out->hdr_len += put_ofs(out->hdr + out->hdr_len,
+						offset - plan[b].offset);
+		} else {
+			out->hdr_len = put_type_size(out->hdr, OBJ_REF_DELTA, n->size);
+			memcpy(out->hdr + out->hdr_len, plan[b].sha1.hash, 20);
+			out->hdr_len += 20;
+		}
+		out->src = n->data;
+		out->len = out->hdr_len + (n->end - n->data);
+		return;
+	}
+	/* the SHA-1 form, converted when read */
+	odb_pack_object(info, n->pos, &out->sha256);
+	out->hdr_len = put_type_size(out->hdr, (enum obj_type)plan[i].type,
+				     plan[i].size1);
+	out->len = out->hdr_len + zstored_size(plan[i].size1);
+}
+
+/* A clean end for a layout that failed: nothing of it stays. */
+struct layout {
+	struct odb_pack_entry *e;
+	struct plan *plan;
+	struct idx_rec *recs;
+	unsigned char *chunk;
+	struct form form;
+	struct buf idx;
+	EVP_MD_CTX *md;
+};
+
+static void layout_release(struct layout *l)
+{
+	free(l->e);
+	free(l->plan);
+	free(l->recs);
+	free(l->chunk);
+	form_release(&l->form);
+	buf_release(&l->idx);
+	EVP_MD_CTX_free(l->md);
+}
+
+/* Sum entry `ce` into the pack's SHA-1; *crc gets its CRC32. */
+static int sum_entry(const struct pack1_ctx *c, struct layout *l,
+		     const struct cache_pack1_entry *ce, uint32_t *crc)
+{
+	uLong z = crc32(0, NULL, 0);
+	int ret;
+
+	for (uint64_t pos = 0; pos < ce->len;) {
+		size_t n = ce->len - pos > LAYOUT_CHUNK ? LAYOUT_CHUNK :
+			(size_t)(ce->len - pos);
+
+		if ((ret = entry_copy(c, &l->form, ce, pos, l->chunk, n)) ||
+		    (ret = sum_update(l->md, l->chunk, n)))
+			return ret;
+		z = crc32(z, l->chunk, (uInt)n);
+		pos += n;
+	}
+	*crc = (uint32_t)z;
+	return 0;
+}
+
+static int layout_pack(const struct pack1_ctx *c,
+		       const struct odb_pack_info *info, const atomic_int *cancel,
+		       uint32_t *objects)
+{
+	struct layout l = { 0 };
+	struct cache_pack1 p = { 0 };
+	unsigned char hdr[PACK_HDR_LEN], sum[TRAILER_LEN];
+	uint32_t nr = info->objects, kept, k = 0;
+	uint64_t offset = PACK_HDR_LEN;
+	int ret;
+
+	if ((ret = odb_pack_entries(info, &l.e)))
+		return ret;
+	if (!(l.plan = calloc(nr ? nr : 1, sizeof(*l.plan))) ||
+	    !(l.chunk = malloc(LAYOUT_CHUNK)) || !(l.md = EVP_MD_CTX_new()) ||
+	    !EVP_DigestInit_ex(l.md, EVP_sha1(), NULL)) {
+		layout_release(&l);
+		return err_set(XL_ENOMEM, "out of memory");
+	}
+	if ((ret = plan_entries(c, info, l.e, l.plan, &kept)))
+		goto out;
+	if (!(l.recs = malloc((kept ? kept : 1) * sizeof(*l.recs)))) {
+		ret = err_set(XL_ENOMEM, "out of memory");
+		goto out;
+	}
+	memcpy(hdr, "PACK", 4);
+	put_be32(hdr + 4, 2);
+	put_be32(hdr + 8, kept);
+	if ((ret = sum_update(l.md, hdr, sizeof(hdr))))
+		goto out;
+
+	memcpy(p.native, info->checksum, sizeof(p.native));
+	if ((ret = cache_begin(c->cache)))
+		goto out;
+	if ((ret = cache_pack1_add(c->cache, &p)))
+		goto fail;
+	for (uint32_t i = 0; i < nr; i++) {
+		struct cache_pack1_entry ce;
+
+		if (!l.plan[i].kept)
+			continue;
+		if (cancel && atomic_load(cancel)) {
+			ret = err_set(XL_EIO, "build stopped");
+			goto fail;
+		}
+		entry_for(c, info, l.e, l.plan, i, offset, &ce);
+		l.plan[i].offset = offset;
+		if ((ret = sum_entry(c, &l, &ce, &l.plan[i].crc)) ||
+		    (ret = cache_pack1_put_entry(c->cache, p.id, &ce)))
+			goto fail;
+		memcpy(l.recs[k].sha1, l.plan[i].sha1.hash, 20);
+		l.recs[k].crc = l.plan[i].crc;
+		l.recs[k].offset = offset;
+		k++;
+		offset += ce.len;
+	}
+	if (!EVP_DigestFinal_ex(l.md, sum, NULL)) {
+		ret = err_set(XL_ENOMEM, "SHA-1 of a pack failed");
+		goto fail;
+	}
+	if ((ret = build_idx(l.recs, kept, sum, &l.idx)))
+		goto fail;
+	for (size_t at = 0; at < l.idx.len; at += CACHE_PACK1_IDX_CHUNK) {
+		size_t n = l.idx.len - at > CACHE_PACK1_IDX_CHUNK ?
+			CACHE_PACK1_IDX_CHUNK : l.idx.len - at;
+
+		if ((ret = cache_pack1_put_idx(c->cache, p.id,
+					       (uint32_t)(at / CACHE_PACK1_IDX_CHUNK),
+					       l.idx.buf + at, n)))
+			goto fail;
+	}
+	memcpy(p.checksum, sum, sizeof(sum));
+	p.objects = kept;
+	p.pack_size = offset + TRAILER_LEN;
+	p.idx_size = l.idx.len;
+	if ((ret = cache_pack1_finish(c->cache, &p)) ||
+	    (ret = cache_commit(c->cache)))
+		goto fail;
+	*objects = kept;
+	goto out;
+fail:
+	cache_rollback(c->cache);
+	err_wrap("laying out the SHA-1 pack of pack-%s", info->checksum);
+out:
+	layout_release(&l);
+	return ret;
+}
+
+struct native_list {
+	struct odb_pack_info *packs;
+	size_t nr, alloc;
+};
+
+static int note_native(const struct odb_pack_info *info, void *data)
+{
+	struct native_list *n = data;
+
+	if (ARRAY_GROW(n->packs, n->nr, n->alloc, 8))
+		return err_set(XL_ENOMEM, "out of memory");
+	n->packs[n->nr++] = *info;
+	return 0;
+}
+
+int xlate_pack1_update(struct repo *repo, struct cache *cache,
+		       const struct xlate_pack1_opts *opts,
+		       struct xlate_pack1_stats *stats)
+{
+	struct pack1_ctx c = { repo, cache, opts->memo, opts->unknown_headers,
+				NULL, 0 };
+	struct xlate_memo *own_memo = NULL;
+	struct native_list natives = { 0 };
+	struct cache_pack1 *list = NULL;
+	size_t nr = 0;
+	int ret;
+
+	memset(stats, 0, sizeof(*stats));
+	if ((ret = odb_for_each_pack(repo_odb(repo), note_native, &natives)) ||
+	    (ret = cache_pack1_list(cache, &list, &nr)))
+		goto out;
+	/* the layouts of packs that are gone */
+	for (size_t i = 0; i < nr; i++) {
+		size_t j;
+
+		for (j = 0; j < natives.nr; j++)
+			if (!strcmp(natives.packs[j].checksum, list[i].native))
+				break;
+		if (j < natives.nr ||
+		    (opts->keep && opts->keep(opts->keep_data, &list[i])))
+			continue;
+		if ((ret = cache_begin(cache)) ||
+		    (ret = cache_pack1_drop(cache, list[i].id)) ||
+		    (ret = cache_commit(cache))) {
+			cache_rollback(cache);
+			goto out;
+		}
+		stats->dropped++;
+	}
+	for (size_t j = 0; j < natives.nr; j++) {
+		const struct odb_pack_info *info = &natives.packs[j];
+		uint32_t objects = 0;
+		size_t i;
+
+		for (i = 0; i < nr; i++)
+			if (!strcmp(info->checksum, list[i].native))
+				break;
+		/* laid out already, or not finished by the build yet */
+		if (i < nr || cache_pack_known(cache, info->checksum) != 1)
+			continue;
+		if (!c.memo && !own_memo &&
+		    (ret = xlate_memo_new(&own_memo, 32u << 20)))
+			goto out;
+		if (!opts->memo)
+			c.memo = own_memo;
+		c.native = odb_pack_map(info, &c.native_len);
+		if ((ret = layout_pack(&c, info, opts->cancel, &objects)))
+			goto out;
+		stats->made++;
+		stats->objects += objects;
+	}
+out:
+	xlate_memo_free(own_memo);
+	free(natives.packs);
+	free(list);
+	return ret;
+}
+
+/* ---- reading ------------------------------------------------------------- */
+
+struct xlate_pack1_reader {
+	struct pack1_ctx c;
+	struct cache_pack1 pack;
+	struct form form;
+};
+
+int xlate_pack1_reader_new(struct xlate_pack1_reader **out, struct repo *repo,
+			   const struct cache_pack1 *pack)
+{
+	struct xlate_pack1_reader *r;
+	struct odb_pack_info info;
+	int ret;
+
+	*out = NULL;
+	if ((ret = odb_find_pack(repo_odb(repo), pack->native, &info)))
+		return ret;
+	if (!(r = calloc(1, sizeof(*r))))
+		return err_set(XL_ENOMEM, "out of memory");
+	r->c.repo = repo;
+	r->c.native = odb_pack_map(&info, &r->c.native_len);
+	r->pack = *pack;
+	*out = r;
+	return 0;
+}
+
+void xlate_pack1_reader_free(struct xlate_pack1_reader *r)
+{
+	if (!r)
+		return;
+	form_release(&r->form);
+	free(r);
+}
+
+int xlate_pack1_read(struct xlate_pack1_reader *r, struct cache *cache,
+		     struct xlate_memo *memo, enum xlate_unknown unknown_headers,
+		     uint64_t off, void *dst, size_t len)
+{
+	const struct cache_pack1 *p = &r->pack;
+	unsigned char *d = dst;
+	uint64_t end, data_end = p->pack_size - TRAILER_LEN;
+	struct cache_pack1_entry *e = NULL;
+	size_t nr = 0;
+	int ret = 0;
+
+	if (off > p->pack_size || len > p->pack_size - off)
+		return err_set(XL_EINVALID, "read past the end of a pack");
+	end = off + len;
+	r->c.cache = cache;
+	r->c.memo = memo;
+	r->c.unknown_headers = unknown_headers;
+	if (off < PACK_HDR_LEN) {
+		unsigned char hdr[PACK_HDR_LEN];
+		size_t n = PACK_HDR_LEN - off < len ? PACK_HDR_LEN - off : len;
+
+		memcpy(hdr, "PACK", 4);
+		put_be32(hdr + 4, 2);
+		put_be32(hdr + 8, p->objects);
+		memcpy(d, hdr + off, n);
+		d += n;
+		off += n;
+	}
+	if (off < data_end && off < end) {
+		uint64_t to = end < data_end ? end : data_end;
+
+		if ((ret = cache_pack1_entries(cache, p->id, off, to, &e, &nr)))
+			return ret;
+		for (size_t i = 0; i < nr && off < to; i++) {
+			uint64_t e_end = e[i].offset + e[i].len, n;
+
+			if (e[i].offset > off || e_end <= off) {
+				ret = err_set(XL_ECORRUPT, "pack %s: no entry "
+					      "holds byte %llu", p->native,
+					      (unsigned long long)off);
+				break;
+			}
+			n = (e_end < to ? e_end : to) - off;
+			if ((ret = entry_copy(&r->c, &r->form, &e[i],
+					      off - e[i].offset, d, (size_t)n)))
+				break;
+			d += n;
+			off += n;
+		}
+		free(e);
+		if (!ret && off < to)
+			ret = err_set(XL_ECORRUPT, "pack %s: no entry holds byte "
+				      "%llu", p->native, (unsigned long long)off);
+		if (ret)
+			return ret;
+	}
+	if (off < end) {
+		/* the trailer */
+		memcpy(d, p->checksum + (off - data_end), end - off);
+	}
+	return 0;
+}
+
+int xlate_pack1_read_idx(struct cache *cache, const struct cache_pack1 *p,
+			 uint64_t off, void *dst, size_t len)
+{
+	struct buf chunk = BUF_INIT;
+	unsigned char *d = dst;
+	int ret = 0;
+
+	if (off > p->idx_size || len > p->idx_size - off)
+		return err_set(XL_EINVALID, "read past the end of an idx");
+	while (len && !ret) {
+		uint32_t k = (uint32_t)(off / CACHE_PACK1_IDX_CHUNK);
+		size_t at = off % CACHE_PACK1_IDX_CHUNK, n;
+
+		if ((ret = cache_pack1_idx(cache, p->id, k, &chunk)))
+			break;
+		if (at >= chunk.len) {
+			ret = err_set(XL_ECORRUPT, "idx of pack %s: chunk %u is "
+				      "short", p->native, k);
+			break;
+		}
+		n = chunk.len - at < len ? chunk.len - at : len;
+		memcpy(d, chunk.buf + at, n);
+		d += n;
+		off += n;
+		len -= n;
+	}
+	buf_release(&chunk);
+	return ret;
+}
