@@ -124,9 +124,10 @@ const char *const cache_stmt_sql[ST__COUNT] = {
 	[ST_PACK1_DROP_IDX] = "DELETE FROM pack1_idx WHERE key >= ?1 << 32 "
 			      "AND key < (?1 + 1) << 32",
 	[ST_PACK1_ENTRY_PUT] = "INSERT INTO pack1_entries(pack, offset, len, "
-			       "src, hdr, sha256) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+			       "src, hdr, sha256, base) "
+			       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
 	/* from the entry holding byte ?2 (the last to start at or before it) */
-	[ST_PACK1_ENTRIES] = "SELECT offset, len, src, hdr, sha256 "
+	[ST_PACK1_ENTRIES] = "SELECT offset, len, src, hdr, sha256, base "
 			     "FROM pack1_entries WHERE pack = ?1 AND offset >= "
 			     "(SELECT coalesce(max(offset), 0) FROM pack1_entries "
 			     "WHERE pack = ?1 AND offset <= ?2) "
@@ -1117,7 +1118,8 @@ int cache_pack1_put_entry(struct cache *cache, int64_t pack,
 	int ret;
 
 	if (!e->hdr_len || e->hdr_len > sizeof(e->hdr) || !e->len ||
-	    (e->sha256.algo && e->sha256.algo->rawsz != 32))
+	    (e->sha256.algo && e->sha256.algo->rawsz != 32) ||
+	    (e->base.algo && (!e->sha256.algo || e->base.algo->rawsz != 32)))
 		return err_set(XL_EINVALID, "cache %s: a bad pack entry",
 			       cache->path);
 	if ((ret = lock(cache)))
@@ -1131,6 +1133,10 @@ int cache_pack1_put_entry(struct cache *cache, int64_t pack,
 		bind_oid(st, 6, &e->sha256);
 	else
 		sqlite3_bind_null(st, 6);
+	if (e->base.algo)
+		bind_oid(st, 7, &e->base);
+	else
+		sqlite3_bind_null(st, 7);
 	ret = run(cache, ST_PACK1_ENTRY_PUT, "recording a pack entry");
 	unlock(cache);
 	return ret;
@@ -1171,7 +1177,8 @@ int cache_pack1_entries(struct cache *cache, int64_t pack, uint64_t from,
 		}
 		memcpy(e->hdr, sqlite3_column_blob(st, 3), (size_t)hlen);
 		e->hdr_len = (size_t)hlen;
-		if ((ret = column_oid(cache, st, 4, &hash_sha256, 1, &e->sha256)) < 0)
+		if ((ret = column_oid(cache, st, 4, &hash_sha256, 1, &e->sha256)) < 0 ||
+		    (ret = column_oid(cache, st, 5, &hash_sha256, 1, &e->base)) < 0)
 			break;
 		n++;
 	}

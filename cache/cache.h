@@ -242,13 +242,15 @@ struct cache_pack1 {
 /*
  * One entry of a SHA-1 pack: `len` bytes at `offset`, which are `hdr`,
  * then either (sha256.algo NULL) the native pack's bytes from `src` on,
- * or the SHA-1 form of object `sha256` as a zlib stream of stored blocks.
+ * or, as a zlib stream of stored blocks, the SHA-1 form of object
+ * `sha256` (base.algo NULL) or the delta that makes it from base's.
  */
 struct cache_pack1_entry {
 	uint64_t offset, len, src;
 	unsigned char hdr[32];
 	size_t hdr_len;
 	struct oid sha256;
+	struct oid base;
 };
 
 /* The .idx is kept in rows of this many bytes (the last may be shorter). */

@@ -50,6 +50,8 @@
  *		   hdr BLOB NOT NULL,		the bytes that start the entry
  *		   sha256 BLOB,		NULL: the rest is native bytes; else
  *					the object whose SHA-1 form follows
+ *		   base BLOB,		NULL; else the delta follows that makes
+ *					sha256's SHA-1 form from base's
  *		   PRIMARY KEY(pack, offset)) WITHOUT ROWID
  *   pack1_idx(key INTEGER PRIMARY KEY,	packs1.id << 32 | chunk number
  *	       data BLOB NOT NULL)	the .idx, CACHE_PACK1_IDX_CHUNK bytes a row
@@ -134,11 +136,14 @@
 	"src INTEGER NOT NULL, " \
 	"hdr BLOB NOT NULL, " \
 	"sha256 BLOB, " \
+	"base BLOB, " \
 	"PRIMARY KEY (pack, offset), " \
 	"CHECK (typeof(offset) = 'integer' AND typeof(len) = 'integer' AND " \
 	"len > 0 AND typeof(src) = 'integer' AND typeof(hdr) = 'blob' AND " \
 	"length(hdr) BETWEEN 1 AND 32 AND " \
-	"(sha256 IS NULL OR (typeof(sha256) = 'blob' AND length(sha256) = 32)))" \
+	"(sha256 IS NULL OR (typeof(sha256) = 'blob' AND length(sha256) = 32)) AND " \
+	"(base IS NULL OR (sha256 IS NOT NULL AND typeof(base) = 'blob' AND " \
+	"length(base) = 32)))" \
 	") WITHOUT ROWID;" \
 	"CREATE TABLE pack1_idx(" \
 	"key INTEGER PRIMARY KEY, " \

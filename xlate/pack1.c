@@ -124,53 +124,312 @@ struct pack1_ctx {
 };
 
 /*
- * The SHA-1 form last made, so that an entry read in several pieces (or
- * summed in several chunks) is converted once.
+ * Payloads recently made: SHA-1 forms (base NULL) and tree deltas
+ * between two of them, so that an entry read in several pieces, or
+ * summed in several chunks, is made once, and a delta's base, usually
+ * the entry just before it, is not converted again.  Least recently
+ * used goes first; a delta needs three slots at once (its base, its
+ * target, itself), which is why there are more than three.
  */
+#define FORM_SLOTS 8
+
 struct form {
-	struct oid sha256;	/* algo NULL: none */
+	struct oid sha256;	/* algo NULL: an empty slot */
+	struct oid base;	/* algo NULL: the SHA-1 form; else a delta */
 	struct buf data;
 	uint32_t adler;
+	uint64_t used;		/* forms->tick when last asked for */
 };
 
-static void form_release(struct form *f)
+struct forms {
+	struct form slot[FORM_SLOTS];
+	uint64_t tick;
+};
+
+static void forms_release(struct forms *fs)
 {
-	buf_release(&f->data);
-	memset(&f->sha256, 0, sizeof(f->sha256));
+	for (int i = 0; i < FORM_SLOTS; i++)
+		buf_release(&fs->slot[i].data);
+	memset(fs, 0, sizeof(*fs));
 }
 
-static int form_make(const struct pack1_ctx *c, struct form *f,
-		     const struct oid *sha256, uint64_t size)
+static uint32_t adler_of(const struct buf *b)
+{
+	uLong a = adler32(0, NULL, 0);
+
+	for (size_t done = 0; done < b->len;) {
+		uInt n = b->len - done > (1u << 30) ? 1u << 30 : (uInt)(b->len - done);
+
+		a = adler32(a, (const Bytef *)b->buf + done, n);
+		done += n;
+	}
+	return (uint32_t)a;
+}
+
+static struct form *forms_find(struct forms *fs, const struct oid *sha256,
+			       const struct oid *base)
+{
+	for (int i = 0; i < FORM_SLOTS; i++) {
+		struct form *f = &fs->slot[i];
+
+		if (f->sha256.algo && !oid_cmp(&f->sha256, sha256) &&
+		    (base ? f->base.algo && !oid_cmp(&f->base, base) :
+		     !f->base.algo)) {
+			f->used = ++fs->tick;
+			return f;
+		}
+	}
+	return NULL;
+}
+
+static struct form *forms_victim(struct forms *fs)
+{
+	struct form *v = &fs->slot[0];
+
+	for (int i = 1; i < FORM_SLOTS; i++)
+		if (fs->slot[i].used < v->used)
+			v = &fs->slot[i];
+	buf_reset(&v->data);
+	memset(&v->sha256, 0, sizeof(v->sha256));
+	memset(&v->base, 0, sizeof(v->base));
+	v->used = ++fs->tick;
+	return v;
+}
+
+/* The SHA-1 form of `sha256`. */
+static int form_get(const struct pack1_ctx *c, struct forms *fs,
+		    const struct oid *sha256, const struct form **out)
 {
 	char hex[OID_HEXSZ_MAX + 1];
 	enum obj_type type;
+	struct form *f;
 	int ret;
 
-	if (f->sha256.algo && !oid_cmp(&f->sha256, sha256))
+	if ((*out = forms_find(fs, sha256, NULL)))
 		return 0;
-	form_release(f);
+	f = forms_victim(fs);
 	if ((ret = xlate_sha1_form(c->repo, c->cache, c->memo,
 				   c->unknown_headers, sha256, &type, &f->data)))
 		return err_wrap("%s", oid_to_hex_r(hex, sha256));
-	if (f->data.len != size) {
-		buf_release(&f->data);
-		return err_set(XL_ECORRUPT, "%s: its SHA-1 form is %zu bytes, "
-			       "the pack was laid out for %llu",
-			       oid_to_hex_r(hex, sha256), f->data.len,
-			       (unsigned long long)size);
-	}
-	f->adler = 0;
-	for (size_t done = 0; done < size;) {
-		uInt n = size - done > (1u << 30) ? 1u << 30 : (uInt)(size - done);
-
-		f->adler = (uint32_t)adler32(f->adler ? f->adler : adler32(0, NULL, 0),
-					     (const Bytef *)f->data.buf + done, n);
-		done += n;
-	}
-	if (!size)
-		f->adler = (uint32_t)adler32(0, NULL, 0);
+	f->adler = adler_of(&f->data);
 	f->sha256 = *sha256;
+	*out = f;
 	return 0;
+}
+
+/* ---- tree deltas ---------------------------------------------------------- */
+
+/*
+ * A delta that makes the SHA-1 form of tree `t` from that of tree `b`,
+ * into out: every entry of t that b holds byte for byte (mode, name and
+ * name of the object) is copied from b, runs of them in one copy; the
+ * rest is inserted.  It is a function of the two trees alone, so the
+ * same bytes come out at layout and at every read.  The native pack
+ * chose the base; the delta is ours, since the native one copies bytes
+ * of SHA-256 names.
+ */
+struct tree_ent {
+	uint32_t start, len;	/* in the tree */
+	uint32_t hash;
+};
+
+/* The entries of a SHA-1 tree (trusted: we converted it), into *out. */
+static int tree_entries(const struct buf *t, struct tree_ent **out, size_t *nr)
+{
+	const unsigned char *p = (const unsigned char *)t->buf, *end = p + t->len;
+	size_t n = 0, alloc = 0;
+	struct tree_ent *e = NULL;
+
+	while (p < end) {
+		const unsigned char *nul = memchr(p, '\0', (size_t)(end - p));
+		uint32_t h = 2166136261u;
+
+		if (!nul || (size_t)(end - nul) < 21) {
+			free(e);
+			return err_set(XL_ECORRUPT, "a SHA-1 tree that does not parse");
+		}
+		if (ARRAY_GROW(e, n, alloc, 64)) {
+			free(e);
+			return err_set(XL_ENOMEM, "out of memory");
+		}
+		e[n].start = (uint32_t)(p - (const unsigned char *)t->buf);
+		e[n].len = (uint32_t)(nul + 21 - p);
+		for (const unsigned char *q = p; q < nul + 21; q++)
+			h = (h ^ *q) * 16777619u;
+		e[n].hash = h;
+		n++;
+		p = nul + 21;
+	}
+	*out = e;
+	*nr = n;
+	return 0;
+}
+
+static int put_varint(struct buf *out, uint64_t v)
+{
+	unsigned char b[10];
+	size_t n = 0;
+
+	do {
+		b[n] = v & 0x7f;
+		v >>= 7;
+		if (v)
+			b[n] |= 0x80;
+		n++;
+	} while (v);
+	return buf_add(out, b, n);
+}
+
+/* Copy base[off, off + len) (len <= 0xffffff, off < 2^32). */
+static int put_copy(struct buf *out, uint64_t off, uint64_t len)
+{
+	unsigned char b[8];
+	size_t n = 1;
+
+	b[0] = 0x80;
+	for (int i = 0; i < 4; i++)
+		if (off >> (8 * i) & 0xff) {
+			b[0] |= (unsigned char)(1 << i);
+			b[n++] = off >> (8 * i) & 0xff;
+		}
+	for (int i = 0; i < 3; i++)
+		if (len >> (8 * i) & 0xff) {
+			b[0] |= (unsigned char)(0x10 << i);
+			b[n++] = len >> (8 * i) & 0xff;
+		}
+	return buf_add(out, b, n);
+}
+
+static int put_insert(struct buf *out, const char *p, size_t len)
+{
+	int ret = 0;
+
+	while (len && !ret) {
+		size_t n = len > 127 ? 127 : len;
+
+		ret = buf_addch(out, (int)n) ?: buf_add(out, p, n);
+		p += n;
+		len -= n;
+	}
+	return ret;
+}
+
+#define COPY_MAX 0xffffffu	/* what one copy instruction can say */
+
+static int tree_delta(const struct buf *b, const struct buf *t, struct buf *out)
+{
+	struct tree_ent *be = NULL, *te = NULL;
+	size_t nb = 0, nt = 0, cap = 16;
+	uint32_t *slots = NULL;
+	/* a run: the base bytes [run_off, run_off + run_len) copied so far */
+	uint64_t run_off = 0, run_len = 0;
+	size_t ins_start = 0, ins_len = 0;
+	int ret;
+
+	buf_reset(out);
+	if (b->len > UINT32_MAX || t->len > UINT32_MAX)
+		return err_set(XL_ETOOBIG, "a tree over 4 GiB");
+	if ((ret = tree_entries(b, &be, &nb)) || (ret = tree_entries(t, &te, &nt)))
+		goto out;
+	while (cap < 2 * nb)
+		cap *= 2;
+	if (!(slots = malloc(cap * sizeof(*slots)))) {
+		ret = err_set(XL_ENOMEM, "out of memory");
+		goto out;
+	}
+	memset(slots, 0xff, cap * sizeof(*slots));
+	for (size_t i = 0; i < nb; i++) {
+		size_t k = be[i].hash & (cap - 1);
+
+		while (slots[k] != UINT32_MAX)
+			k = (k + 1) & (cap - 1);
+		slots[k] = (uint32_t)i;
+	}
+	if ((ret = put_varint(out, b->len)) || (ret = put_varint(out, t->len)))
+		goto out;
+	for (size_t i = 0; i <= nt && !ret; i++) {
+		uint32_t found = UINT32_MAX;
+
+		if (i < nt) {
+			for (size_t k = te[i].hash & (cap - 1); slots[k] != UINT32_MAX;
+			     k = (k + 1) & (cap - 1)) {
+				const struct tree_ent *c = &be[slots[k]];
+
+				/* the first match in base order: one answer */
+				if (c->hash == te[i].hash && c->len == te[i].len &&
+				    !memcmp(b->buf + c->start, t->buf + te[i].start,
+					    c->len) &&
+				    (found == UINT32_MAX || slots[k] < found))
+					found = slots[k];
+			}
+		}
+		/* extend the run, or end it */
+		if (found != UINT32_MAX && run_len &&
+		    be[found].start == run_off + run_len &&
+		    run_len + be[found].len <= COPY_MAX) {
+			run_len += be[found].len;
+			continue;
+		}
+		if (run_len && (ret = put_copy(out, run_off, run_len)))
+			break;
+		run_len = 0;
+		if (found != UINT32_MAX) {
+			if (ins_len && (ret = put_insert(out, t->buf + ins_start, ins_len)))
+				break;
+			ins_len = 0;
+			run_off = be[found].start;
+			run_len = be[found].len;
+		} else if (i < nt) {
+			if (!ins_len)
+				ins_start = te[i].start;
+			ins_len += te[i].len;
+		}
+	}
+	if (!ret && ins_len)
+		ret = put_insert(out, t->buf + ins_start, ins_len);
+out:
+	if (ret)
+		buf_reset(out);
+	free(slots);
+	free(be);
+	free(te);
+	return ret;
+}
+
+/*
+ * The payload of entry `e`: the SHA-1 form of e->sha256, or the tree
+ * delta from e->base's to it; `size` is what the layout found
+ * (UINT64_MAX while laying out: not known yet).
+ */
+static int payload_get(const struct pack1_ctx *c, struct forms *fs,
+		       const struct cache_pack1_entry *e, uint64_t size,
+		       const struct form **out)
+{
+	const struct form *bf, *tf;
+	struct form *f;
+	char hex[OID_HEXSZ_MAX + 1];
+	int ret;
+
+	if (!e->base.algo) {
+		ret = form_get(c, fs, &e->sha256, out);
+	} else if ((*out = forms_find(fs, &e->sha256, &e->base))) {
+		ret = 0;
+	} else if (!(ret = form_get(c, fs, &e->base, &bf)) &&
+		   !(ret = form_get(c, fs, &e->sha256, &tf))) {
+		/* the two most recently used slots are not the victim */
+		f = forms_victim(fs);
+		if ((ret = tree_delta(&bf->data, &tf->data, &f->data)))
+			return err_wrap("delta for %s", oid_to_hex_r(hex, &e->sha256));
+		f->adler = adler_of(&f->data);
+		f->sha256 = e->sha256;
+		f->base = e->base;
+		*out = f;
+	}
+	if (!ret && size != UINT64_MAX && (*out)->data.len != size)
+		ret = err_set(XL_ECORRUPT, "%s: made %zu bytes, the pack was laid "
+			      "out for %llu", oid_to_hex_r(hex, &e->sha256),
+			      (*out)->data.len, (unsigned long long)size);
+	return ret;
 }
 
 /* The payload size of a SHA-1-form entry, read back from its header. */
@@ -190,10 +449,11 @@ static uint64_t hdr_size(const struct cache_pack1_entry *e)
  * dst.  Returns 0 or an error (the native bytes are out of range, or
  * the SHA-1 form cannot be made).
  */
-static int entry_copy(const struct pack1_ctx *c, struct form *f,
+static int entry_copy(const struct pack1_ctx *c, struct forms *fs,
 		      const struct cache_pack1_entry *e, uint64_t off,
 		      unsigned char *dst, size_t len)
 {
+	const struct form *f;
 	int ret;
 
 	if (off < e->hdr_len) {
@@ -218,7 +478,7 @@ static int entry_copy(const struct pack1_ctx *c, struct form *f,
 	}
 	uint64_t size = hdr_size(e);
 
-	if ((ret = form_make(c, f, &e->sha256, size)))
+	if ((ret = payload_get(c, fs, e, size, &f)))
 		return ret;
 	zstored_copy(f->data.buf, size, f->adler, off, dst, len);
 	return 0;
@@ -348,17 +608,38 @@ static int plan_entries(const struct pack1_ctx *c,
 	return 0;
 }
 
+/* A delta header against entry b: OFS_DELTA if b comes first, else REF_DELTA. */
+static void delta_header(const struct plan *plan, uint32_t i, uint32_t b,
+			 uint64_t offset, uint64_t size,
+			 struct cache_pack1_entry *out)
+{
+	if (b < i) {
+		out->hdr_len = put_type_size(out->hdr, OBJ_OFS_DELTA, size);
+		out->hdr_len += put_ofs(out->hdr + out->hdr_len,
+					offset - plan[b].offset);
+	} else {
+		out->hdr_len = put_type_size(out->hdr, OBJ_REF_DELTA, size);
+		memcpy(out->hdr + out->hdr_len, plan[b].sha1.hash, 20);
+		out->hdr_len += 20;
+	}
+}
+
 /*
  * The header of kept entry i, and where its bytes come from.  Entries
- * before i have their offsets.
+ * before i have their offsets.  A tree stored as a delta against
+ * another tree here becomes a delta of their SHA-1 forms, made now to
+ * learn its size (and kept in the forms for summing), unless it would
+ * not be smaller than the tree.
  */
-static void entry_for(const struct pack1_ctx *c,
-		      const struct odb_pack_info *info,
-		      const struct odb_pack_entry *e, const struct plan *plan,
-		      uint32_t i, uint64_t offset, struct cache_pack1_entry *out)
+static int entry_for(const struct pack1_ctx *c, struct forms *fs,
+		     const struct odb_pack_info *info,
+		     const struct odb_pack_entry *e, const struct plan *plan,
+		     uint32_t i, uint64_t offset, struct cache_pack1_entry *out)
 {
 	const struct odb_pack_entry *n = &e[i];
 	uint32_t b = n->base;
+	int is_delta = n->type == OBJ_OFS_DELTA || n->type == OBJ_REF_DELTA;
+	int ret;
 
 	memset(out, 0, sizeof(*out));
 	out->offset = offset;
@@ -369,30 +650,36 @@ static void entry_for(const struct pack1_ctx *c,
 		memcpy(out->hdr, c->native + n->offset, out->hdr_len);
 		out->src = n->data;
 		out->len = n->end - n->offset;
-		return;
+		return 0;
 	}
-	if (plan[i].type == OBJ_BLOB &&
-	    (n->type == OBJ_OFS_DELTA || n->type == OBJ_REF_DELTA) &&
-	    b != ODB_NO_BASE && plan[b].kept && plan[b].type == OBJ_BLOB) {
+	if (plan[i].type == OBJ_BLOB && is_delta && b != ODB_NO_BASE &&
+	    plan[b].kept && plan[b].type == OBJ_BLOB) {
 		/* the native delta, against the base's place here */
-		if (b < i) {
-			out->hdr_len = put_type_size(out->hdr, OBJ_OFS_DELTA, n->size);
-			out->hdr_len += put_ofs(out->hdr + out->hdr_len,
-						offset - plan[b].offset);
-		} else {
-			out->hdr_len = put_type_size(out->hdr, OBJ_REF_DELTA, n->size);
-			memcpy(out->hdr + out->hdr_len, plan[b].sha1.hash, 20);
-			out->hdr_len += 20;
-		}
+		delta_header(plan, i, b, offset, n->size, out);
 		out->src = n->data;
 		out->len = out->hdr_len + (n->end - n->data);
-		return;
+		return 0;
+	}
+	odb_pack_object(info, n->pos, &out->sha256);
+	if (plan[i].type == OBJ_TREE && is_delta && b != ODB_NO_BASE &&
+	    plan[b].kept && plan[b].type == OBJ_TREE) {
+		const struct form *d;
+
+		odb_pack_object(info, e[b].pos, &out->base);
+		if ((ret = payload_get(c, fs, out, UINT64_MAX, &d)))
+			return ret;
+		if (d->data.len < plan[i].size1) {
+			delta_header(plan, i, b, offset, d->data.len, out);
+			out->len = out->hdr_len + zstored_size(d->data.len);
+			return 0;
+		}
+		memset(&out->base, 0, sizeof(out->base));
 	}
 	/* the SHA-1 form, converted when read */
-	odb_pack_object(info, n->pos, &out->sha256);
 	out->hdr_len = put_type_size(out->hdr, (enum obj_type)plan[i].type,
 				     plan[i].size1);
 	out->len = out->hdr_len + zstored_size(plan[i].size1);
+	return 0;
 }
 
 /* A clean end for a layout that failed: nothing of it stays. */
@@ -401,7 +688,7 @@ struct layout {
 	struct plan *plan;
 	struct idx_rec *recs;
 	unsigned char *chunk;
-	struct form form;
+	struct forms forms;
 	struct buf idx;
 	EVP_MD_CTX *md;
 };
@@ -412,7 +699,7 @@ static void layout_release(struct layout *l)
 	free(l->plan);
 	free(l->recs);
 	free(l->chunk);
-	form_release(&l->form);
+	forms_release(&l->forms);
 	buf_release(&l->idx);
 	EVP_MD_CTX_free(l->md);
 }
@@ -428,7 +715,7 @@ static int sum_entry(const struct pack1_ctx *c, struct layout *l,
 		size_t n = ce->len - pos > LAYOUT_CHUNK ? LAYOUT_CHUNK :
 			(size_t)(ce->len - pos);
 
-		if ((ret = entry_copy(c, &l->form, ce, pos, l->chunk, n)) ||
+		if ((ret = entry_copy(c, &l->forms, ce, pos, l->chunk, n)) ||
 		    (ret = sum_update(l->md, l->chunk, n)))
 			return ret;
 		z = crc32(z, l->chunk, (uInt)n);
@@ -483,9 +770,10 @@ static int layout_pack(const struct pack1_ctx *c,
 			ret = err_set(XL_EIO, "build stopped");
 			goto fail;
 		}
-		entry_for(c, info, l.e, l.plan, i, offset, &ce);
 		l.plan[i].offset = offset;
-		if ((ret = sum_entry(c, &l, &ce, &l.plan[i].crc)) ||
+		if ((ret = entry_for(c, &l.forms, info, l.e, l.plan, i, offset,
+				     &ce)) ||
+		    (ret = sum_entry(c, &l, &ce, &l.plan[i].crc)) ||
 		    (ret = cache_pack1_put_entry(c->cache, p.id, &ce)))
 			goto fail;
 		memcpy(l.recs[k].sha1, l.plan[i].sha1.hash, 20);
@@ -609,7 +897,7 @@ out:
 struct xlate_pack1_reader {
 	struct pack1_ctx c;
 	struct cache_pack1 pack;
-	struct form form;
+	struct forms forms;
 };
 
 int xlate_pack1_reader_new(struct xlate_pack1_reader **out, struct repo *repo,
@@ -635,7 +923,7 @@ void xlate_pack1_reader_free(struct xlate_pack1_reader *r)
 {
 	if (!r)
 		return;
-	form_release(&r->form);
+	forms_release(&r->forms);
 	free(r);
 }
 
@@ -682,7 +970,7 @@ int xlate_pack1_read(struct xlate_pack1_reader *r, struct cache *cache,
 				break;
 			}
 			n = (e_end < to ? e_end : to) - off;
-			if ((ret = entry_copy(&r->c, &r->form, &e[i],
+			if ((ret = entry_copy(&r->c, &r->forms, &e[i],
 					      off - e[i].offset, d, (size_t)n)))
 				break;
 			d += n;

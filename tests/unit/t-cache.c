@@ -271,7 +271,7 @@ static void check_replaced(struct cache *c, const struct warnings *w)
 	CHECK_INT(cache_commit(c), 0);
 	CHECK_INT(has(c, 3), 1);
 	CHECK_INT(sql_int(db_path, "PRAGMA application_id"), 0x786c6673);
-	CHECK_INT(sql_int(db_path, "PRAGMA user_version"), 2);
+	CHECK_INT(sql_int(db_path, "PRAGMA user_version"), CACHE_SCHEMA_VERSION);
 }
 
 /* ---- basics ---------------------------------------------------------- */
@@ -294,7 +294,7 @@ TEST(open_creates_schema)
 	}
 	CHECK_INT(w.n, 0);
 	CHECK_INT(sql_int(db_path, "PRAGMA application_id"), 0x786c6673);
-	CHECK_INT(sql_int(db_path, "PRAGMA user_version"), 2);
+	CHECK_INT(sql_int(db_path, "PRAGMA user_version"), CACHE_SCHEMA_VERSION);
 	/* journal_mode reads back as text; WAL is recorded in the header */
 	CHECK_INT(sql_int(db_path, "SELECT count(*) FROM pragma_journal_mode "
 			  "WHERE journal_mode = 'wal'"), 1);
@@ -968,10 +968,10 @@ TEST(corrupt_future_version)
 
 	scratch_begin();
 	make_cache(&hash_sha256, 100);
-	sql(db_path, "PRAGMA user_version = 3");
+	sql(db_path, "PRAGMA user_version = 4");
 	c = open_ok(&hash_sha256, &w);
 	check_replaced(c, &w);
-	CHECK(strstr(w.last, "schema version 3") != NULL);
+	CHECK(strstr(w.last, "schema version 4") != NULL);
 	cache_close(c);
 
 	/* and an older one */
@@ -1624,7 +1624,7 @@ TEST(migrate_from_version_1)
 	CHECK_INT(w.n, 0);
 	if (!c)
 		goto out;
-	CHECK_INT(sql_int(db_path, "PRAGMA user_version"), 2);
+	CHECK_INT(sql_int(db_path, "PRAGMA user_version"), CACHE_SCHEMA_VERSION);
 	memset(name.hash, 0x11, sizeof(name.hash));
 	oid_from_raw(&name, &hash_sha256, name.hash);
 	CHECK_INT(cache_get(c, &name, &got), 0);
@@ -1645,7 +1645,7 @@ TEST(migrate_from_version_1)
 	CHECK_INT(cache_for_each(c, CACHE_EACH_RETRY, count_fn, &n), 0);
 	CHECK_INT(n, 0);
 	cache_close(c);
-	/* and it opens again as version 2, with nothing to migrate */
+	/* and it opens again as the current version, with nothing to migrate */
 	c = open_ok(&hash_sha256, &w);
 	CHECK_INT(w.n, 0);
 	cache_close(c);
