@@ -124,10 +124,10 @@ const char *const cache_stmt_sql[ST__COUNT] = {
 	[ST_PACK1_DROP_IDX] = "DELETE FROM pack1_idx WHERE key >= ?1 << 32 "
 			      "AND key < (?1 + 1) << 32",
 	[ST_PACK1_ENTRY_PUT] = "INSERT INTO pack1_entries(pack, offset, len, "
-			       "src, hdr, sha256, base) "
-			       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+			       "src, hdr, sha256, base, data) "
+			       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
 	/* from the entry holding byte ?2 (the last to start at or before it) */
-	[ST_PACK1_ENTRIES] = "SELECT offset, len, src, hdr, sha256, base "
+	[ST_PACK1_ENTRIES] = "SELECT offset, len, src, hdr, sha256, base, data "
 			     "FROM pack1_entries WHERE pack = ?1 AND offset >= "
 			     "(SELECT coalesce(max(offset), 0) FROM pack1_entries "
 			     "WHERE pack = ?1 AND offset <= ?2) "
@@ -1119,7 +1119,8 @@ int cache_pack1_put_entry(struct cache *cache, int64_t pack,
 
 	if (!e->hdr_len || e->hdr_len > sizeof(e->hdr) || !e->len ||
 	    (e->sha256.algo && e->sha256.algo->rawsz != 32) ||
-	    (e->base.algo && (!e->sha256.algo || e->base.algo->rawsz != 32)))
+	    (e->base.algo && (!e->sha256.algo || e->base.algo->rawsz != 32)) ||
+	    (e->data && (!e->sha256.algo || e->data_len > INT32_MAX)))
 		return err_set(XL_EINVALID, "cache %s: a bad pack entry",
 			       cache->path);
 	if ((ret = lock(cache)))
@@ -1137,13 +1138,18 @@ int cache_pack1_put_entry(struct cache *cache, int64_t pack,
 		bind_oid(st, 7, &e->base);
 	else
 		sqlite3_bind_null(st, 7);
+	if (e->data)
+		sqlite3_bind_blob(st, 8, e->data, (int)e->data_len, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(st, 8);
 	ret = run(cache, ST_PACK1_ENTRY_PUT, "recording a pack entry");
 	unlock(cache);
 	return ret;
 }
 
 int cache_pack1_entries(struct cache *cache, int64_t pack, uint64_t from,
-			uint64_t to, struct cache_pack1_entry **out, size_t *nr)
+			uint64_t to, struct cache_pack1_entry **out, size_t *nr,
+			struct buf *payloads)
 {
 	sqlite3_stmt *st = cache->stmt[ST_PACK1_ENTRIES];
 	struct cache_pack1_entry *list = NULL;
@@ -1152,6 +1158,7 @@ int cache_pack1_entries(struct cache *cache, int64_t pack, uint64_t from,
 
 	*out = NULL;
 	*nr = 0;
+	buf_reset(payloads);
 	if ((ret = lock(cache)))
 		return ret;
 	sqlite3_bind_int64(st, 1, pack);
@@ -1180,8 +1187,20 @@ int cache_pack1_entries(struct cache *cache, int64_t pack, uint64_t from,
 		if ((ret = column_oid(cache, st, 4, &hash_sha256, 1, &e->sha256)) < 0 ||
 		    (ret = column_oid(cache, st, 5, &hash_sha256, 1, &e->base)) < 0)
 			break;
+		if (sqlite3_column_type(st, 6) == SQLITE_BLOB) {
+			/* offsets for now: the buffer may move as it grows */
+			e->data_len = (size_t)sqlite3_column_bytes(st, 6);
+			e->data = (const unsigned char *)(uintptr_t)(payloads->len + 1);
+			if ((ret = buf_add(payloads, sqlite3_column_blob(st, 6),
+					   e->data_len)))
+				break;
+		}
 		n++;
 	}
+	for (size_t i = 0; i < n; i++)
+		if (list[i].data)
+			list[i].data = (const unsigned char *)payloads->buf +
+				       ((uintptr_t)list[i].data - 1);
 	sqlite3_reset(st);
 	unlock(cache);
 	if (ret != SQLITE_DONE) {

@@ -244,6 +244,7 @@ struct cache_pack1 {
  * then either (sha256.algo NULL) the native pack's bytes from `src` on,
  * or, as a zlib stream of stored blocks, the SHA-1 form of object
  * `sha256` (base.algo NULL) or the delta that makes it from base's.
+ * Small payloads are kept (`data`), so that a read only copies them.
  */
 struct cache_pack1_entry {
 	uint64_t offset, len, src;
@@ -251,6 +252,8 @@ struct cache_pack1_entry {
 	size_t hdr_len;
 	struct oid sha256;
 	struct oid base;
+	const unsigned char *data;	/* that payload, if the cache keeps it */
+	size_t data_len;
 };
 
 /* The .idx is kept in rows of this many bytes (the last may be shorter). */
@@ -273,10 +276,12 @@ int cache_pack1_put_idx(struct cache *cache, int64_t pack, uint32_t chunk,
 int cache_pack1_drop(struct cache *cache, int64_t pack);
 /*
  * The entries of pack `pack` holding any byte of [from, to), in order
- * (malloc'd array; none past the last entry).  0, XL_EIO, XL_ECORRUPT.
+ * (malloc'd array; none past the last entry); their kept payloads point
+ * into `payloads` (reset first).  0, XL_EIO, XL_ECORRUPT.
  */
 int cache_pack1_entries(struct cache *cache, int64_t pack, uint64_t from,
-			uint64_t to, struct cache_pack1_entry **out, size_t *nr);
+			uint64_t to, struct cache_pack1_entry **out, size_t *nr,
+			struct buf *payloads);
 /* Chunk `chunk` of a pack's .idx into out.  0, XL_EIO, XL_ECORRUPT. */
 int cache_pack1_idx(struct cache *cache, int64_t pack, uint32_t chunk,
 		    struct buf *out);

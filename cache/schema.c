@@ -52,6 +52,9 @@
  *					the object whose SHA-1 form follows
  *		   base BLOB,		NULL; else the delta follows that makes
  *					sha256's SHA-1 form from base's
+ *		   data BLOB,		that payload (form or delta) when it is
+ *					small, so that a read copies it; NULL:
+ *					made from the objects when read
  *		   PRIMARY KEY(pack, offset)) WITHOUT ROWID
  *   pack1_idx(key INTEGER PRIMARY KEY,	packs1.id << 32 | chunk number
  *	       data BLOB NOT NULL)	the .idx, CACHE_PACK1_IDX_CHUNK bytes a row
@@ -137,13 +140,15 @@
 	"hdr BLOB NOT NULL, " \
 	"sha256 BLOB, " \
 	"base BLOB, " \
+	"data BLOB, " \
 	"PRIMARY KEY (pack, offset), " \
 	"CHECK (typeof(offset) = 'integer' AND typeof(len) = 'integer' AND " \
 	"len > 0 AND typeof(src) = 'integer' AND typeof(hdr) = 'blob' AND " \
 	"length(hdr) BETWEEN 1 AND 32 AND " \
 	"(sha256 IS NULL OR (typeof(sha256) = 'blob' AND length(sha256) = 32)) AND " \
 	"(base IS NULL OR (sha256 IS NOT NULL AND typeof(base) = 'blob' AND " \
-	"length(base) = 32)))" \
+	"length(base) = 32)) AND " \
+	"(data IS NULL OR (sha256 IS NOT NULL AND typeof(data) = 'blob')))" \
 	") WITHOUT ROWID;" \
 	"CREATE TABLE pack1_idx(" \
 	"key INTEGER PRIMARY KEY, " \

@@ -372,7 +372,18 @@ struct packsnap {
 	struct served_pack *packs[XFS_GIT__COUNT];
 	size_t nr[XFS_GIT__COUNT];
 	struct buf info_packs[XFS_GIT__COUNT];	/* objects/info/packs */
+	/*
+	 * What objects/XX lists: the repository's loose objects, by each
+	 * view's names, sorted.  Only when loose_ok: in sha1/, every
+	 * native pack must have its SHA-1 pack listed (else objects of the
+	 * others are loose there too), and there must be at most
+	 * XFS_LOOSE_SNAP_MAX of them; otherwise a listing asks the cache.
+	 */
+	int loose_ok[XFS_GIT__COUNT];
+	struct oid *loose[XFS_GIT__COUNT];
+	size_t nr_loose[XFS_GIT__COUNT];
 };
+#define XFS_LOOSE_SNAP_MAX 20000
 struct packsnap *packsnap_get(struct xfs *xfs);	/* NULL: EIO (logged) */
 void packsnap_put(struct packsnap *snap);
 

@@ -723,6 +723,37 @@ static int list_refdir(struct xfs *xfs, const struct node *dir,
 	return ret;
 }
 
+/*
+ * A loose view's objects/XX from the snapshot of loose objects: 0, an
+ * errno value, or 1 when the snapshot cannot say (then ask the cache).
+ */
+static int list_loose(struct xfs *xfs, const struct node *dir,
+		      struct dir_listing *l)
+{
+	enum xfs_git git = dir->view == XFS_LOOSE1 ? XFS_GIT1 : XFS_GIT256;
+	struct packsnap *snap = packsnap_get(xfs);
+	char hex[OID_HEXSZ_MAX + 1];
+	int ret = 0;
+
+	if (!snap)
+		return EIO;
+	if (!snap->loose_ok[git]) {
+		packsnap_put(snap);
+		return 1;
+	}
+	for (size_t i = 0; i < snap->nr_loose[git] && !ret; i++) {
+		const struct oid *name = &snap->loose[git][i];
+
+		if (name->hash[0] != dir->fanout)
+			continue;
+		oid_to_hex_r(hex, name);
+		ret = add_ent(l, hex + 2, name->algo->hexsz - 2,
+			      object_ino(dir->view, name), S_IFREG);
+	}
+	packsnap_put(snap);
+	return ret;
+}
+
 static int list_packs(struct xfs *xfs, enum xfs_git git, struct dir_listing *l)
 {
 	struct packsnap *snap = packsnap_get(xfs);
@@ -784,6 +815,13 @@ int node_list(struct xfs *xfs, const struct node *dir, struct dir_listing *l)
 		char hex[3];
 
 		snprintf(hex, sizeof(hex), "%02x", dir->fanout);
+		if (view_is_loose(dir->view) &&
+		    (ret = list_loose(xfs, dir, l)) <= 0) {
+			xfs_repo_put(repo);
+			if (ret)
+				goto fail;
+			return 0;
+		}
 		if (!(ret = fanout_packs(xfs, &w)))
 			ret = cache_for_each_prefix(xfs_cache(xfs),
 						    view_algo(dir->view), hex, 2,

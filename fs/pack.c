@@ -114,9 +114,77 @@ static void packsnap_free(struct packsnap *snap)
 {
 	for (int g = 0; g < XFS_GIT__COUNT; g++) {
 		free(snap->packs[g]);
+		free(snap->loose[g]);
 		buf_release(&snap->info_packs[g]);
 	}
 	free(snap);
+}
+
+struct loose_walk {
+	struct oid *names;
+	size_t nr;
+	int too_many;
+};
+
+static int note_loose(const struct oid *oid, void *data)
+{
+	struct loose_walk *w = data;
+
+	if (w->nr == XFS_LOOSE_SNAP_MAX) {
+		w->too_many = 1;
+		return 1;
+	}
+	w->names[w->nr++] = *oid;
+	return 0;
+}
+
+static int cmp_oid(const void *a, const void *b)
+{
+	return oid_cmp(a, b);
+}
+
+/*
+ * The loose objects for snap->loose: git (log, rev-list...) lists every
+ * objects/XX of a repository for its loose-object cache, and asking the
+ * cache for all the objects of each fan-out would cost a walk of the
+ * whole name table per command.
+ */
+static int loose_snap(struct xfs *xfs, struct odb *odb, struct packsnap *snap,
+		      int all_served1)
+{
+	struct loose_walk w = { malloc(XFS_LOOSE_SNAP_MAX * sizeof(struct oid)), 0, 0 };
+	struct cache *c = xfs_cache(xfs);
+	size_t n1 = 0;
+	int ret;
+
+	if (!w.names)
+		return ENOMEM;
+	ret = odb_for_each_loose(odb, note_loose, &w);
+	if (ret < 0 || w.too_many) {
+		free(w.names);
+		return 0;	/* listings ask the cache */
+	}
+	qsort(w.names, w.nr, sizeof(*w.names), cmp_oid);
+	snap->loose[XFS_GIT256] = w.names;
+	snap->nr_loose[XFS_GIT256] = w.nr;
+	snap->loose_ok[XFS_GIT256] = 1;
+	if (!all_served1)
+		return 0;
+	if (!(snap->loose[XFS_GIT1] = malloc((w.nr ? w.nr : 1) * sizeof(struct oid))))
+		return ENOMEM;
+	for (size_t i = 0; i < w.nr; i++) {
+		struct cache_object co;
+
+		ret = cache_get(c, &w.names[i], &co);
+		if (!ret && co.sha1.algo)
+			snap->loose[XFS_GIT1][n1++] = co.sha1;
+		else if (ret && ret != XL_ENOTFOUND)
+			return 0;	/* listings ask the cache, and say why */
+	}
+	qsort(snap->loose[XFS_GIT1], n1, sizeof(struct oid), cmp_oid);
+	snap->nr_loose[XFS_GIT1] = n1;
+	snap->loose_ok[XFS_GIT1] = 1;
+	return 0;
 }
 
 void packsnap_put(struct packsnap *snap)
@@ -167,6 +235,8 @@ static int packsnap_make(struct xfs *xfs, struct packsnap **out)
 		goto out;
 	}
 	ret = 0;
+	size_t served1 = 0;
+
 	for (size_t i = 0; i < natives.nr && !ret; i++) {
 		const struct odb_pack_info *info = &natives.packs[i];
 		struct served_pack sp = { .git = XFS_GIT256 };
@@ -204,8 +274,18 @@ static int packsnap_make(struct xfs *xfs, struct packsnap **out)
 			s1.size[0] = layouts[j].pack_size;
 			s1.size[1] = layouts[j].idx_size;
 			ret = snap_push(xfs, snap, &s1, info->path);
+			served1++;
 		}
 	}
+	/* a layout with no objects (all untranslatable) is not listed, but done */
+	for (size_t i = 0; i < natives.nr; i++)
+		for (size_t j = 0; j < nr_layouts; j++)
+			if (!layouts[j].objects &&
+			    !strcmp(layouts[j].native, natives.packs[i].checksum))
+				served1++;
+	if (!ret)
+		ret = loose_snap(xfs, repo_odb(repo->repo), snap,
+				 served1 >= natives.nr);
 	for (int g = 0; g < XFS_GIT__COUNT && !ret; g++)
 		ret = buf_addch(&snap->info_packs[g], '\n') ? ENOMEM : 0;
 out:
