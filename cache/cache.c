@@ -124,10 +124,10 @@ const char *const cache_stmt_sql[ST__COUNT] = {
 	[ST_PACK1_DROP_IDX] = "DELETE FROM pack1_idx WHERE key >= ?1 << 32 "
 			      "AND key < (?1 + 1) << 32",
 	[ST_PACK1_ENTRY_PUT] = "INSERT INTO pack1_entries(pack, offset, len, "
-			       "src, hdr, sha256, base, data) "
-			       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+			       "src, hdr, sha256, base, data, crc) "
+			       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
 	/* from the entry holding byte ?2 (the last to start at or before it) */
-	[ST_PACK1_ENTRIES] = "SELECT offset, len, src, hdr, sha256, base, data "
+	[ST_PACK1_ENTRIES] = "SELECT offset, len, src, hdr, sha256, base, data, crc "
 			     "FROM pack1_entries WHERE pack = ?1 AND offset >= "
 			     "(SELECT coalesce(max(offset), 0) FROM pack1_entries "
 			     "WHERE pack = ?1 AND offset <= ?2) "
@@ -1142,6 +1142,7 @@ int cache_pack1_put_entry(struct cache *cache, int64_t pack,
 		sqlite3_bind_blob(st, 8, e->data, (int)e->data_len, SQLITE_STATIC);
 	else
 		sqlite3_bind_null(st, 8);
+	sqlite3_bind_int64(st, 9, e->crc);
 	ret = run(cache, ST_PACK1_ENTRY_PUT, "recording a pack entry");
 	unlock(cache);
 	return ret;
@@ -1187,6 +1188,7 @@ int cache_pack1_entries(struct cache *cache, int64_t pack, uint64_t from,
 		if ((ret = column_oid(cache, st, 4, &hash_sha256, 1, &e->sha256)) < 0 ||
 		    (ret = column_oid(cache, st, 5, &hash_sha256, 1, &e->base)) < 0)
 			break;
+		e->crc = (uint32_t)sqlite3_column_int64(st, 7);
 		if (sqlite3_column_type(st, 6) == SQLITE_BLOB) {
 			/* offsets for now: the buffer may move as it grows */
 			e->data_len = (size_t)sqlite3_column_bytes(st, 6);

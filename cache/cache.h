@@ -254,6 +254,7 @@ struct cache_pack1_entry {
 	struct oid base;
 	const unsigned char *data;	/* that payload, if the cache keeps it */
 	size_t data_len;
+	uint32_t crc;			/* of the entry's bytes */
 };
 
 /* The .idx is kept in rows of this many bytes (the last may be shorter). */

@@ -55,6 +55,7 @@
  *		   data BLOB,		that payload (form or delta) when it is
  *					small, so that a read copies it; NULL:
  *					made from the objects when read
+ *		   crc INTEGER NOT NULL,	CRC32 of the entry's bytes, as in the .idx
  *		   PRIMARY KEY(pack, offset)) WITHOUT ROWID
  *   pack1_idx(key INTEGER PRIMARY KEY,	packs1.id << 32 | chunk number
  *	       data BLOB NOT NULL)	the .idx, CACHE_PACK1_IDX_CHUNK bytes a row
@@ -141,6 +142,7 @@
 	"sha256 BLOB, " \
 	"base BLOB, " \
 	"data BLOB, " \
+	"crc INTEGER NOT NULL, " \
 	"PRIMARY KEY (pack, offset), " \
 	"CHECK (typeof(offset) = 'integer' AND typeof(len) = 'integer' AND " \
 	"len > 0 AND typeof(src) = 'integer' AND typeof(hdr) = 'blob' AND " \

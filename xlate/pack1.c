@@ -121,6 +121,7 @@ struct pack1_ctx {
 	enum xlate_unknown unknown_headers;
 	const unsigned char *native;	/* the native pack's bytes */
 	size_t native_len;
+	int check;			/* readers: check_native() */
 };
 
 /*
@@ -445,6 +446,41 @@ static uint64_t hdr_size(const struct cache_pack1_entry *e)
 }
 
 /*
+ * Native bytes are the one part of a SHA-1 pack the cache does not
+ * vouch for: a native pack that rots under the mount would pass its
+ * damage on, under a trailer that no longer matches.  So an entry of up
+ * to NATIVE_CHECK_MAX bytes is checked against the CRC32 the layout
+ * recorded whenever a read needs its native bytes, and a mismatch is
+ * XL_ECORRUPT (EIO to the reader).  A bigger one is read unchecked:
+ * checking a 4 GiB blob for every 128 KiB read would cost more than the
+ * reads.
+ */
+#define NATIVE_CHECK_MAX (1u << 20)
+
+static int check_native(const struct pack1_ctx *c,
+			const struct cache_pack1_entry *e)
+{
+	uLong z;
+
+	if (!c->check || e->len > NATIVE_CHECK_MAX)
+		return 0;
+	if (e->src > c->native_len ||
+	    e->len - e->hdr_len > c->native_len - e->src)
+		return err_set(XL_ECORRUPT, "pack entry at %llu: native bytes "
+			       "outside the pack", (unsigned long long)e->offset);
+	z = crc32(crc32(0, NULL, 0), e->hdr, (uInt)e->hdr_len);
+	z = crc32(z, c->native + e->src, (uInt)(e->len - e->hdr_len));
+	if ((uint32_t)z != e->crc)
+		return err_set(XL_ECORRUPT, "pack entry at %llu: the native "
+			       "pack's bytes at %llu have changed since the "
+			       "layout (CRC32 %08x, was %08x)",
+			       (unsigned long long)e->offset,
+			       (unsigned long long)e->src, (unsigned)z,
+			       (unsigned)e->crc);
+	return 0;
+}
+
+/*
  * Bytes [off, off + len) of entry `e` (offsets within the entry) into
  * dst.  Returns 0 or an error (the native bytes are out of range, or
  * the SHA-1 form cannot be made).
@@ -473,6 +509,8 @@ static int entry_copy(const struct pack1_ctx *c, struct forms *fs,
 			return err_set(XL_ECORRUPT, "pack entry at %llu: native "
 				       "bytes outside the pack",
 				       (unsigned long long)e->offset);
+		if ((ret = check_native(c, e)))
+			return ret;
 		memcpy(dst, c->native + e->src + off, len);
 		return 0;
 	}
@@ -502,7 +540,6 @@ struct plan {
 	struct oid sha1;
 	uint64_t offset;	/* in the SHA-1 pack */
 	uint64_t size1;
-	uint32_t crc;
 	uint8_t kept;		/* in the SHA-1 pack */
 	uint8_t type;		/* the object's type (after deltas) */
 };
@@ -808,11 +845,11 @@ static int layout_pack(const struct pack1_ctx *c,
 		l.plan[i].offset = offset;
 		if ((ret = entry_for(c, &l.forms, info, l.e, l.plan, i, offset,
 				     &ce)) ||
-		    (ret = sum_entry(c, &l, &ce, &l.plan[i].crc)) ||
+		    (ret = sum_entry(c, &l, &ce, &ce.crc)) ||
 		    (ret = cache_pack1_put_entry(c->cache, p.id, &ce)))
 			goto fail;
 		memcpy(l.recs[k].sha1, l.plan[i].sha1.hash, 20);
-		l.recs[k].crc = l.plan[i].crc;
+		l.recs[k].crc = ce.crc;
 		l.recs[k].offset = offset;
 		k++;
 		offset += ce.len;
@@ -869,7 +906,7 @@ int xlate_pack1_update(struct repo *repo, struct cache *cache,
 		       struct xlate_pack1_stats *stats)
 {
 	struct pack1_ctx c = { repo, cache, opts->memo, opts->unknown_headers,
-				NULL, 0 };
+				NULL, 0, 0 };
 	struct xlate_memo *own_memo = NULL;
 	struct native_list natives = { 0 };
 	struct cache_pack1 *list = NULL;
@@ -950,6 +987,7 @@ int xlate_pack1_reader_new(struct xlate_pack1_reader **out, struct repo *repo,
 		return err_set(XL_ENOMEM, "out of memory");
 	buf_init(&r->payloads);
 	r->c.repo = repo;
+	r->c.check = 1;
 	r->c.native = odb_pack_map(&info, &r->c.native_len);
 	r->pack = *pack;
 	*out = r;
