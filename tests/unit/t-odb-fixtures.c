@@ -262,6 +262,7 @@ static void check_each(const char *fixture, const char *tsv_name)
 	CHECK_INT(refs_for_each(repo, each_cb, &e), 0);
 	/* an empty or short listing leaves refs/ lines over */
 	while (next_ref_line(e.f, line, sizeof(line))) {
+		line[strcspn(line, "\n")] = '\0';
 		harness_fail(__FILE__, __LINE__, "ref not listed: %s", line);
 		e.bad++;
 	}
