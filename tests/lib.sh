@@ -48,6 +48,18 @@ skip() {
 	echo "ok $test_count - $1 # SKIP $2"
 }
 
+# missing_tool DESC WHY: a test that cannot run for want of a tool
+# (sqlite3, /usr/bin/time) is skipped; but under XL_REQUIRE_CLIENTS=1
+# (CI: .ci/run sets it once .ci/install-deps has installed every tool and
+# client the tests use, those included) it is a failure.
+missing_tool() {
+	if [ "${XL_REQUIRE_CLIENTS:-0}" = 1 ]; then
+		not_ok "$1 ($2; XL_REQUIRE_CLIENTS=1 requires it)"
+	else
+		skip "$1" "$2"
+	fi
+}
+
 # expect DESC CMD...: pass when CMD succeeds; on failure show its output.
 expect() {
 	desc=$1

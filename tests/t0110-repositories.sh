@@ -9,13 +9,56 @@
 
 cd "$TRASH" || exit 1
 
-# compare NAME ARGS...: git-xlate and git print the same thing for ARGS
+# compare NAME ARGS...: git-xlate and git, given ARGS, exit with the
+# same status and print the same thing.  On an empty repository the
+# output is empty whether or not the repository was accepted: only the
+# status tells them apart.
 compare() {
 	desc=$1
 	shift
-	git "$@" >expect 2>/dev/null
+	git "$@" >expect 2>expect.err
+	grc=$?
 	"$XL" "$@" >actual 2>err
+	xrc=$?
+	if [ $grc -ne $xrc ]; then
+		not_ok "$desc (git exits $grc, git-xlate $xrc)"
+		sed 's/^/# git-xlate: /' err
+		sed 's/^/# git: /' expect.err
+		return
+	fi
 	same_file "$desc" expect actual
+}
+
+# prints DESC WANT CMD...: CMD exits 0 and prints exactly the line WANT
+prints() {
+	desc=$1 want=$2
+	shift 2
+	printf '%s\n' "$want" >expect
+	"$@" >actual 2>err
+	rc=$?
+	if [ $rc -ne 0 ]; then
+		not_ok "$desc (exit $rc)"
+		sed 's/^/# /' err
+		return
+	fi
+	same_file "$desc" expect actual
+}
+
+# refused DESC PATTERN CMD...: CMD refuses: exits 1, git-xlate's status
+# for a refusal (not 0, and not a crash or a signal, which exit >= 128,
+# nor a usage error), and says PATTERN (grep -E, on stderr with its
+# lines joined by spaces)
+refused() {
+	desc=$1 pat=$2
+	shift 2
+	"$@" >out 2>err
+	rc=$?
+	if [ $rc -eq 1 ] && tr '\n' ' ' <err | grep -Eq "$pat"; then
+		ok "$desc"
+	else
+		not_ok "$desc (exit $rc, want 1 and /$pat/)"
+		sed 's/^/# /' err
+	fi
 }
 
 git init -q --object-format=sha256 work
@@ -30,20 +73,17 @@ git init -q --object-format=sha256 work
 compare "a work tree" -C work cat-file -p HEAD
 compare "a subdirectory of a work tree" -C work/sub/dir cat-file -p HEAD:sub/dir/file
 compare "a .git directory" -C work/.git cat-file -p 'HEAD^{tree}'
-(cd work/sub && "$XL" cat-file -t HEAD >"$TRASH/actual") &&
-	echo commit >expect && same_file "the current directory, searching upwards" expect actual
-GIT_DIR=$TRASH/work/.git "$XL" cat-file -t HEAD~1 >actual 2>&1
-echo commit >expect
-same_file "GIT_DIR" expect actual
+prints "the current directory, searching upwards" commit \
+	sh -c 'cd work/sub && exec "$XL" cat-file -t HEAD'
+prints "GIT_DIR" commit env GIT_DIR="$TRASH/work/.git" "$XL" cat-file -t HEAD~1
 
 git clone -q --bare work bare.git
 compare "a bare repository" -C bare.git cat-file --batch-all-objects --batch
 
 mkdir gitfile && echo "gitdir: ../work/.git" >gitfile/.git
 compare "a .git file with a relative gitdir" -C gitfile cat-file -p HEAD
-git -C gitfile cat-file -p HEAD >expect
-"$XL" -C gitfile/.git cat-file -p HEAD >actual 2>&1
-same_file "a .git file named directly" expect actual
+prints "a .git file named directly" "$(git -C gitfile cat-file -p HEAD)" \
+	"$XL" -C gitfile/.git cat-file -p HEAD
 
 git -C work worktree add -q ../wt -b side 2>/dev/null
 (cd wt && echo three >new && git add new && git commit -q -m three) || exit 1
@@ -69,38 +109,24 @@ git init -q --bare --object-format=sha256 fmt.git
 git -C fmt.git config extensions.worktreeConfig true
 compare "a known extension is accepted" -C fmt.git cat-file --batch-all-objects --batch-check
 git config -f fmt.git/config extensions.somethingNew true
-"$XL" -C fmt.git cat-file --batch-all-objects --batch-check >out 2>err
-rc=$?
-if [ $rc -eq 1 ] && grep -q "unknown repository extension" err && grep -q somethingnew err; then
-	ok "an unknown extension in a version-1 repository is refused"
-else
-	not_ok "an unknown extension in a version-1 repository is refused (rc $rc)"
-	sed 's/^/# /' err
-fi
+refused "an unknown extension in a version-1 repository is refused" \
+	"unknown repository extension.*somethingnew" \
+	"$XL" -C fmt.git cat-file --batch-all-objects --batch-check
 git init -q --bare v0.git
 git config -f v0.git/config core.repositoryformatversion 0
 git config -f v0.git/config extensions.somethingNew true
 compare "an unknown extension in a version-0 repository is ignored" -C v0.git cat-file --batch-all-objects --batch-check
 git config -f v0.git/config extensions.objectFormat sha1
-if "$XL" -C v0.git cat-file --batch-all-objects --batch-check >out 2>err; then
-	not_ok "a v1-only extension in a version-0 repository is refused"
-else
-	grep -q "v1-only extension" err && ok "a v1-only extension in a version-0 repository is refused" ||
-		{ not_ok "a v1-only extension in a version-0 repository is refused"; sed 's/^/# /' err; }
-fi
+refused "a v1-only extension in a version-0 repository is refused" "v1-only extension" \
+	"$XL" -C v0.git cat-file --batch-all-objects --batch-check
 git config -f fmt.git/config --unset extensions.somethingNew
 git config -f fmt.git/config core.repositoryformatversion 2
-"$XL" -C fmt.git cat-file -t HEAD >out 2>err
-grep -q "Expected git repo version <= 1, found 2" err &&
-	ok "a repository version above 1 is refused" ||
-	{ not_ok "a repository version above 1 is refused"; sed 's/^/# /' err; }
+refused "a repository version above 1 is refused" "Expected git repo version <= 1, found 2" \
+	"$XL" -C fmt.git cat-file -t HEAD
 
 mkdir notrepo
-"$XL" -C notrepo cat-file -t HEAD >out 2>err
-rc=$?
-[ $rc -eq 1 ] && grep -q "not a git repository" err &&
-	ok "outside any repository: exit 1 and a clear message" ||
-	{ not_ok "outside any repository (rc $rc)"; sed 's/^/# /' err; }
+refused "outside any repository: exit 1 and a clear message" "not a git repository" \
+	"$XL" -C notrepo cat-file -t HEAD
 
 # core.quotePath=false prints non-ASCII names as they are
 (cd work && echo x >"café" && git add "café" && git commit -q -m accent) || exit 1
@@ -112,17 +138,13 @@ git -C work config --unset core.quotePath
 # refs that would lead outside the repository are never followed
 echo "ref: refs/heads/../../../../../../../../tmp/xl-evil-$$" >work/.git/refs/heads/evil
 git -C work rev-parse HEAD >"/tmp/xl-evil-$$"
-if "$XL" -C work cat-file -t evil >out 2>&1; then
-	not_ok "a symbolic ref pointing outside the repository is not followed"
-else
-	ok "a symbolic ref pointing outside the repository is not followed"
-fi
+refused "a symbolic ref pointing outside the repository is not followed" \
+	"not a valid object name evil" "$XL" -C work cat-file -t evil
 rm -f "/tmp/xl-evil-$$" work/.git/refs/heads/evil
-if "$XL" -C work cat-file -t ../HEAD >out 2>&1 || "$XL" -C work cat-file -t heads/../../HEAD >out 2>&1; then
-	not_ok "names with .. are not refs"
-else
-	ok "names with .. are not refs"
-fi
+refused "names with .. are not refs (../HEAD)" "not a valid object name \.\./HEAD" \
+	"$XL" -C work cat-file -t ../HEAD
+refused "names with .. are not refs (heads/../../HEAD)" "not a valid object name heads/\.\./\.\./HEAD" \
+	"$XL" -C work cat-file -t heads/../../HEAD
 mkfifo work/.git/refs/heads/fifo
 timeout 10 "$XL" -C work cat-file --batch-check <<<"fifo" >out 2>&1
 rc=$?

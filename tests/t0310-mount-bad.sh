@@ -141,7 +141,24 @@ else
 fi
 
 # ---- mount(8), as from /etc/fstab -------------------------------------------------
-if [ "$(id -u)" = 0 ] && [ -x /sbin/mount.fuse3 ] || [ -x /usr/sbin/mount.fuse3 ]; then
+# mount(8) of a fuse type needs root (or a "user" line in fstab, which
+# a test cannot add): not being root is a skip, even under
+# XL_REQUIRE_FUSE=1, which promises /dev/fuse and fusermount3, not root.
+# As root, mount.fuse3 (package fuse3, as fusermount3 is) must be there
+# when XL_REQUIRE_FUSE=1.
+mount_fuse3=
+for f3 in /sbin/mount.fuse3 /usr/sbin/mount.fuse3; do
+	[ -x "$f3" ] && { mount_fuse3=$f3; break; }
+done
+if [ "$(id -u)" != 0 ]; then
+	skip "mount -t fuse PROGRAM#REPO (an fstab line)" "mount(8) needs root"
+elif [ -z "$mount_fuse3" ]; then
+	if [ "${XL_REQUIRE_FUSE:-0}" = 1 ]; then
+		not_ok "mount.fuse3 is installed (XL_REQUIRE_FUSE=1; /sbin and /usr/sbin have none)"
+	else
+		skip "mount -t fuse PROGRAM#REPO (an fstab line)" "no mount.fuse3"
+	fi
+else
 	mkdir -p "$TRASH/fstab"
 	# "REPO MNT fuse.xlatefs ro 0 0" needs xlatefs installed on mount's
 	# PATH; "XLATEFS#REPO MNT fuse ro 0 0" names the program itself
@@ -153,8 +170,6 @@ if [ "$(id -u)" = 0 ] && [ -x /sbin/mount.fuse3 ] || [ -x /usr/sbin/mount.fuse3 
 		not_ok "mount -t fuse -o ro,background PROGRAM#REPO"
 		sed 's/^/# /' "$TRASH/err"
 	fi
-else
-	skip "mount -t fuse.xlatefs" "needs root and mount.fuse3"
 fi
 
 # ---- refusals ----------------------------------------------------------------------

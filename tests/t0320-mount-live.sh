@@ -40,6 +40,9 @@ expect "refs/remotes/origin/HEAD is a loose symbolic ref file" \
 	grep -qx 'ref: refs/remotes/origin/main' "$M/sha1/refs/remotes/origin/HEAD"
 
 # ---- a new commit shows within 10 s -----------------------------------------
+# A time limit on purpose: this one states a promise to users (xlatefs(1)
+# and the README: a new commit shows in sha1/ within about two seconds),
+# with room for a loaded or sanitized machine.  It is not a speed figure.
 commit_both 1
 want=$(git -C "$W1" rev-parse HEAD)
 start=$(date +%s.%N)
@@ -106,7 +109,8 @@ else
 fi
 expect "the daemon is still there" kill -0 "$(cat "$M.pid")"
 # packs that gc deleted are let go of (mappings and descriptors), not
-# kept for the life of the mount
+# kept for the life of the mount; "within seconds" is xlatefs(1)'s
+# promise, and 5 s the limit that keeps it (not a speed figure)
 pid=$(cat "$M.pid")
 for _ in $(seq 50); do
 	held=$(grep -c 'pack-.*(deleted)' "/proc/$pid/maps"; ls -l "/proc/$pid/fd" | grep -c 'pack-.*(deleted)')

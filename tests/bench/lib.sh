@@ -12,12 +12,22 @@
 #   XL_BENCH_RUNS=N         timed runs of each program (default 5)
 #   XL_BENCH_GEN_OPTS=...   tests/gen-history.sh options
 #                           (default "--commits 10000 --files 1000": ~130k objects)
+#   XL_BENCH_MOUNT_RUNS=N   mount.sh: timed runs of its slow parts (default 3)
+#   XL_BENCH_QUICK=1        a quick look: by default a ~20k-object repository
+#                           ("--commits 1500 --files 200") kept in .bench/quick,
+#                           and 3 runs; the variables above still win
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
 XL=${XL:-$top/git-xlate}
-dir=${XL_BENCH_DIR:-$top/.bench}
-runs=${XL_BENCH_RUNS:-5}
-genopts=${XL_BENCH_GEN_OPTS:---commits 10000 --files 1000}
+if [ "${XL_BENCH_QUICK:-0}" = 1 ]; then
+	dir=${XL_BENCH_DIR:-$top/.bench/quick}
+	runs=${XL_BENCH_RUNS:-3}
+	genopts=${XL_BENCH_GEN_OPTS:---commits 1500 --files 200}
+else
+	dir=${XL_BENCH_DIR:-$top/.bench}
+	runs=${XL_BENCH_RUNS:-5}
+	genopts=${XL_BENCH_GEN_OPTS:---commits 10000 --files 1000}
+fi
 bench=$(basename "$0" .sh)
 
 die() {

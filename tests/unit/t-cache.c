@@ -1325,10 +1325,16 @@ TEST(reader_does_not_wait_for_writer)
 		CHECK_INT(has(reader, 60999), 0);
 	}
 	t = now() - t0;
-	/* the busy timeout is 10 s: waiting on the writer would show */
+	/*
+	 * No time limit here: a reader that waited on the writer would wait
+	 * out the 10 s busy timeout (this thread is the writer: the batch
+	 * cannot end meanwhile) and then fail with SQLITE_BUSY, which the
+	 * checks above catch.  The time is printed for the curious; speed
+	 * is for make bench (tests/bench/cache.sh), not for a unit test that
+	 * also runs under sanitizers.
+	 */
 	printf("# reader open + reads during a 60k-row batch: %.1f ms\n",
 	       t * 1e3);
-	CHECK(t < 2.0);
 
 	CHECK_INT(cache_commit(writer), 0);
 	if (reader) {
@@ -1441,12 +1447,18 @@ out:
 	scratch_end();
 }
 
-/* ---- speed ----------------------------------------------------------- */
+/* ---- a bench-sized batch ---------------------------------------------- */
 
+/*
+ * 130k objects in one batch, then 100k lookups by each name, all checked.
+ * The times are printed, not asserted (they say nothing about
+ * correctness and fail under ThreadSanitizer): make bench runs this test
+ * alone and shows them (tests/bench/cache.sh).
+ */
 #define PERF_OBJECTS 130000
 #define PERF_LOOKUPS 100000
 
-TEST(speed_130k_batch)
+TEST(batch_130k)
 {
 	struct cache_object *objs, got;
 	struct cache *c;
@@ -1506,9 +1518,6 @@ TEST(speed_130k_batch)
 	       get256 * 1e6 / PERF_LOOKUPS, get1 * 1e6 / n1);
 	printf("# reopen of a %d-object cache (quick_check): %.0f ms\n",
 	       PERF_OBJECTS, reopen * 1e3);
-	/* generous, for sanitizer builds; the point is the printed numbers */
-	CHECK(commit < 5.0);
-	CHECK(get256 / PERF_LOOKUPS < 100e-6);
 out:
 	free(objs);
 	scratch_end();
@@ -1679,7 +1688,7 @@ const struct test tests[] = {
 	T(reader_does_not_wait_for_writer),
 	T(threads_share_one_cache),
 	T(concurrent_create),
-	T(speed_130k_batch),
+	T(batch_130k),
 	T(default_path),
 	{ NULL, NULL },
 };

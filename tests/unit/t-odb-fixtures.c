@@ -143,13 +143,23 @@ static void check_refs(const char *fixture, const char *tsv_name)
 					     err_msg());
 			else
 				CHECK_STR(oid_to_hex_r(got, &peeled), hex);
-			/* and, where packed-refs recorded it, the same value */
+			/*
+			 * and where the list says packed-refs recorded it,
+			 * the parser must report that same value, and
+			 * must report none where the list says none was
+			 * recorded: not only check it when it is there
+			 */
 			name[strlen(name) - 3] = '\0';
-			if (!refs_read(repo, name, &ref)) {
-				if (ref.has_peeled)
-					CHECK_STR(oid_to_hex_r(got, &ref.peeled), hex);
-				ref_release(&ref);
+			if (refs_read(repo, name, &ref)) {
+				harness_fail(__FILE__, __LINE__, "ref %s: %s", name,
+					     err_msg());
+				continue;
 			}
+			CHECK_INT(ref.has_peeled,
+				  strstr(line, "peeled (packed-refs)") != NULL);
+			if (ref.has_peeled)
+				CHECK_STR(oid_to_hex_r(got, &ref.peeled), hex);
+			ref_release(&ref);
 			continue;
 		}
 		if (refs_read(repo, name, &ref)) {
@@ -169,37 +179,77 @@ static void check_refs(const char *fixture, const char *tsv_name)
 	repo_close(repo);
 }
 
-/* refs_for_each lists exactly the refs/ lines of the list, in order. */
+/*
+ * refs_for_each lists exactly the refs/ lines of the list, in order (none
+ * left over), with the peeled value of each line the list marks "peeled
+ * (packed-refs)".
+ */
 struct each {
 	FILE *f;
 	int bad;
+	size_t n;
 };
+
+/* the next refs/ line of the list, peeled lines included; 0 at the end */
+static int next_ref_line(FILE *f, char *line, size_t size)
+{
+	while (fgets(line, size, f))
+		if (!strncmp(line, "refs/", 5))
+			return 1;
+	return 0;
+}
 
 static int each_cb(const struct ref *ref, void *data)
 {
 	struct each *e = data;
 	char line[1024], hex[65];
+	size_t len = strlen(ref->name);
+	long pos;
 
+	e->n++;
 	do {
-		if (!fgets(line, sizeof(line), e->f)) {
+		if (!next_ref_line(e->f, line, sizeof(line))) {
 			harness_fail(__FILE__, __LINE__, "extra ref %s", ref->name);
 			e->bad++;
 			return 0;
 		}
-	} while (strncmp(line, "refs/", 5) || strstr(line, "^{}"));
-	if (strncmp(line, ref->name, strlen(ref->name)) ||
-	    line[strlen(ref->name)] != '\t' ||
-	    strncmp(line + strlen(ref->name) + 1, oid_to_hex_r(hex, &ref->oid), 64)) {
+	} while (strstr(line, "^{}"));
+	if (strncmp(line, ref->name, len) || line[len] != '\t' ||
+	    strncmp(line + len + 1, oid_to_hex_r(hex, &ref->oid), 64)) {
 		harness_fail(__FILE__, __LINE__, "ref %s listed where %s was expected",
 			     ref->name, line);
 		e->bad++;
+		return 0;
+	}
+	/* its peeled line, if the list has one, comes next */
+	pos = ftell(e->f);
+	if (next_ref_line(e->f, line, sizeof(line)) &&
+	    !strncmp(line, ref->name, len) && !strncmp(line + len, "^{}\t", 4)) {
+		if (!ref->has_peeled != !strstr(line, "peeled (packed-refs)")) {
+			harness_fail(__FILE__, __LINE__, "ref %s: %s peeled value",
+				     ref->name, ref->has_peeled ? "a" : "no");
+			e->bad++;
+		} else if (ref->has_peeled &&
+			   strncmp(line + len + 4, oid_to_hex_r(hex, &ref->peeled), 64)) {
+			harness_fail(__FILE__, __LINE__, "ref %s peels to %s, not as in %s",
+				     ref->name, hex, line);
+			e->bad++;
+		}
+	} else {
+		if (ref->has_peeled) {
+			harness_fail(__FILE__, __LINE__,
+				     "ref %s: a peeled value the list has not",
+				     ref->name);
+			e->bad++;
+		}
+		fseek(e->f, pos, SEEK_SET);
 	}
 	return 0;
 }
 
 static void check_each(const char *fixture, const char *tsv_name)
 {
-	char repo_path[512], tsv[512];
+	char repo_path[512], tsv[512], line[1024];
 	struct each e = { 0 };
 	struct repo *repo;
 
@@ -210,6 +260,13 @@ static void check_each(const char *fixture, const char *tsv_name)
 	if (!e.f || repo_open(&repo, repo_path))
 		abort();
 	CHECK_INT(refs_for_each(repo, each_cb, &e), 0);
+	/* an empty or short listing leaves refs/ lines over */
+	while (next_ref_line(e.f, line, sizeof(line))) {
+		line[strcspn(line, "\n")] = '\0';
+		harness_fail(__FILE__, __LINE__, "ref not listed: %s", line);
+		e.bad++;
+	}
+	CHECK(e.n > 0);
 	CHECK_INT(e.bad, 0);
 	fclose(e.f);
 	repo_close(repo);

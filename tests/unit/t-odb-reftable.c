@@ -287,6 +287,7 @@ TEST(fixture)
 	char dir[256], cmd[1024], path[600], line[512];
 	struct ref_array arr = { 0 };
 	size_t k = 0;
+	int peel_line = 0;	/* ref k - 1 had its ^{} line */
 	FILE *f;
 
 	make_dir(dir, sizeof(dir));
@@ -311,13 +312,26 @@ TEST(fixture)
 			continue;
 		n = strlen(name);
 		if (n > 3 && !strcmp(name + n - 3, "^{}")) {
-			/* peeled values, where the table recorded them */
+			/*
+			 * a peeled value: reported exactly where the list
+			 * says the table recorded one (this fixture's
+			 * table records none), and then the right one
+			 */
 			CHECK(k > 0);
-			if (k > 0 && arr.refs[k - 1].has_peeled)
+			if (k == 0 || k > arr.nr)
+				continue;
+			peel_line = 1;
+			CHECK_INT(arr.refs[k - 1].has_peeled,
+				  strstr(line, "peeled (packed-refs)") != NULL);
+			if (arr.refs[k - 1].has_peeled)
 				CHECK_STR(oid_to_hex_r(got, &arr.refs[k - 1].peeled),
 					  hex);
 			continue;
 		}
+		/* a ref with no ^{} line has no peeled value */
+		if (k > 0 && k <= arr.nr && !peel_line)
+			CHECK(!arr.refs[k - 1].has_peeled);
+		peel_line = 0;
 		if (k >= arr.nr) {
 			harness_fail(__FILE__, __LINE__, "%s not read", name);
 			continue;
@@ -337,6 +351,8 @@ TEST(fixture)
 		}
 		k++;
 	}
+	if (k > 0 && k <= arr.nr && !peel_line)
+		CHECK(!arr.refs[k - 1].has_peeled);
 	CHECK_INT(k, arr.nr);
 	CHECK(k >= 10);
 	if (f)

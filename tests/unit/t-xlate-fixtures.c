@@ -28,6 +28,8 @@ struct pair {
 struct table {
 	struct pair p[MAX_OBJECTS];
 	size_t nr;
+	size_t nr_objects;	/* p[0..nr_objects): NAME.objects.tsv; then the submodule map */
+	size_t nr_untranslatable;	/* of those objects */
 };
 
 static struct table tab;
@@ -54,12 +56,12 @@ static void load(const char *name, const char *submap)
 	char path[512], line[256];
 	FILE *f;
 
-	tab.nr = 0;
+	tab.nr = tab.nr_untranslatable = 0;
 	snprintf(path, sizeof(path), "%s/fixtures/%s.objects.tsv", test_data_dir(), name);
 	f = fopen(path, "r");
 	if (!f)
 		abort();
-	while (fgets(line, sizeof(line), f) && tab.nr < MAX_OBJECTS) {
+	while (fgets(line, sizeof(line), f)) {
 		struct pair *p = &tab.p[tab.nr++];
 		char h256[65], h1[65];
 
@@ -69,8 +71,12 @@ static void load(const char *name, const char *submap)
 		p->untranslatable = !strcmp(h1, "UNTRANSLATABLE");
 		if (!p->untranslatable)
 			oid_from_hex(&p->o1, &hash_sha1, h1);
+		tab.nr_untranslatable += p->untranslatable;
+		if (tab.nr == MAX_OBJECTS)
+			abort();
 	}
 	fclose(f);
+	tab.nr_objects = tab.nr;
 	if (!submap)
 		return;
 	snprintf(path, sizeof(path), "%s/fixtures/%s", test_data_dir(), submap);
@@ -85,11 +91,41 @@ static void load(const char *name, const char *submap)
 			tab.nr--;
 			continue;
 		}
+		if (tab.nr == MAX_OBJECTS)
+			abort();
 		oid_from_hex(&p->o256, &hash_sha256, h256);
 		oid_from_hex(&p->o1, &hash_sha1, h1);
 		strcpy(p->type, "commit");
 	}
 	fclose(f);
+}
+
+/*
+ * NAME.md's count line, "Objects: N (...); UNTRANSLATABLE: M.", into
+ * *objects and *untranslatable; -1 when the line is not there.
+ */
+static int md_counts(const char *name, size_t *objects, size_t *untranslatable)
+{
+	char path[512], line[512];
+	int ret = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/fixtures/%s.md", test_data_dir(), name);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		const char *u = strstr(line, "UNTRANSLATABLE: ");
+
+		if (!strncmp(line, "Objects: ", 9) && u &&
+		    sscanf(line, "Objects: %zu", objects) == 1 &&
+		    sscanf(u, "UNTRANSLATABLE: %zu", untranslatable) == 1) {
+			ret = 0;
+			break;
+		}
+	}
+	fclose(f);
+	return ret;
 }
 
 static void check_fixture(const char *name, const char *submap)
@@ -101,11 +137,19 @@ static void check_fixture(const char *name, const char *submap)
 				    XLATE_UNKNOWN_FAIL, NULL };
 	struct buf obj = BUF_INIT, sha1_form = BUF_INIT, back = BUF_INIT;
 	struct repo *repo;
-	size_t n_ok = 0, n_refused = 0, n_objects;
+	size_t n_ok = 0, n_refused = 0, n_objects, md_objects, md_untranslatable;
 
 	fixture_repo(name, repo_path, sizeof(repo_path));
 	load(name, submap);
-	n_objects = tab.nr;
+	/* the lists as the fixture's description counts them */
+	n_objects = tab.nr_objects;
+	if (md_counts(name, &md_objects, &md_untranslatable)) {
+		harness_fail(__FILE__, __LINE__, "%s.md: no \"Objects: ...; UNTRANSLATABLE: ...\" line",
+			     name);
+	} else {
+		CHECK_INT(n_objects, md_objects);
+		CHECK_INT(tab.nr_untranslatable, md_untranslatable);
+	}
 	if (repo_open(&repo, repo_path)) {
 		CHECK(!"open fixture");
 		return;
@@ -116,10 +160,11 @@ static void check_fixture(const char *name, const char *submap)
 		struct oid got;
 		int ret;
 
-		if (!strcmp(p->type, "commit") && !odb_has(repo_odb(repo), &p->o256))
-			continue;	/* a submodule pair, not an object here */
+		/* every row of NAME.objects.tsv is an object of the fixture
+		 * (the submodule pairs, after them, are not looked at here) */
 		if (odb_read(repo_odb(repo), &p->o256, &type, &obj)) {
-			harness_fail(__FILE__, __LINE__, "read: %s", err_msg());
+			harness_fail(__FILE__, __LINE__, "read %s: %s",
+				     oid_to_hex_r(hex, &p->o256), err_msg());
 			continue;
 		}
 		oid_to_hex_r(hex, &p->o256);
@@ -157,6 +202,9 @@ static void check_fixture(const char *name, const char *submap)
 	printf("# %s: %zu converted to upstream's names, %zu refused as upstream does\n",
 	       name, n_ok, n_refused);
 	CHECK(n_ok > 0);
+	/* each object is either converted or refused, as upstream did */
+	CHECK_INT(n_refused, tab.nr_untranslatable);
+	CHECK_INT(n_ok + n_refused, n_objects);
 	buf_release(&obj);
 	buf_release(&sha1_form);
 	buf_release(&back);
