@@ -1662,6 +1662,137 @@ out:
 	scratch_end();
 }
 
+/* The synthesized packs' store: a layout in, read back by range, dropped. */
+TEST(pack1_layouts)
+{
+	struct warnings w = { 0 };
+	struct cache_pack1 p = { 0 }, *list = NULL;
+	struct cache_pack1_entry e[3], *got = NULL;
+	struct buf payloads = BUF_INIT, chunk = BUF_INIT;
+	unsigned char idx[CACHE_PACK1_IDX_CHUNK + 100];
+	size_t nr = 0;
+	struct cache *c;
+
+	scratch_begin();
+	c = open_ok(&hash_sha256, &w);
+	if (!c)
+		goto out;
+	memset(e, 0, sizeof(e));
+	for (int i = 0; i < 3; i++) {
+		e[i].offset = 12 + 100 * (uint64_t)i;
+		e[i].len = 100;
+		e[i].hdr[0] = 0x30 | (unsigned char)i;
+		e[i].hdr_len = 1;
+		e[i].crc = 0xdeadbe00u + (uint32_t)i;
+	}
+	e[0].src = 4242;				/* native bytes */
+	memset(e[1].sha256.hash, 0x11, 32);		/* a form, kept */
+	e[1].sha256.algo = &hash_sha256;
+	e[1].data = (const unsigned char *)"payload";
+	e[1].data_len = 7;
+	e[2].sha256 = e[1].sha256;			/* a delta, made when read */
+	memset(e[2].base.hash, 0x22, 32);
+	e[2].base.algo = &hash_sha256;
+	memset(idx, 0xab, sizeof(idx));
+	snprintf(p.native, sizeof(p.native), "%064d", 7);
+
+	CHECK_INT(cache_begin(c), 0);
+	CHECK_INT(cache_pack1_add(c, &p), 0);
+	for (int i = 0; i < 3; i++)
+		CHECK_INT(cache_pack1_put_entry(c, p.id, &e[i]), 0);
+	CHECK_INT(cache_pack1_put_idx(c, p.id, 0, idx, CACHE_PACK1_IDX_CHUNK), 0);
+	CHECK_INT(cache_pack1_put_idx(c, p.id, 1, idx, 100), 0);
+	memset(p.checksum, 0x5a, sizeof(p.checksum));
+	p.objects = 3;
+	p.pack_size = 332;
+	p.idx_size = sizeof(idx);
+	CHECK_INT(cache_pack1_finish(c, &p), 0);
+	CHECK_INT(cache_commit(c), 0);
+
+	CHECK_INT(cache_pack1_list(c, &list, &nr), 0);
+	CHECK_INT(nr, 1);
+	if (nr == 1) {
+		CHECK(!strcmp(list[0].native, p.native));
+		CHECK(!memcmp(list[0].checksum, p.checksum, 20));
+		CHECK_INT(list[0].objects, 3);
+		CHECK_INT(list[0].pack_size, 332);
+		CHECK_INT(list[0].idx_size, sizeof(idx));
+	}
+	free(list);
+	/* a range inside the second entry gives it; one over two gives both */
+	CHECK_INT(cache_pack1_entries(c, p.id, 150, 160, &got, &nr, &payloads), 0);
+	CHECK_INT(nr, 1);
+	if (nr == 1) {
+		CHECK_INT(got[0].offset, 112);
+		CHECK_INT(got[0].data_len, 7);
+		CHECK(got[0].data && !memcmp(got[0].data, "payload", 7));
+		CHECK_INT(got[0].crc, 0xdeadbe01u);
+		CHECK(got[0].sha256.algo && !got[0].base.algo);
+	}
+	free(got);
+	CHECK_INT(cache_pack1_entries(c, p.id, 12, 250, &got, &nr, &payloads), 0);
+	CHECK_INT(nr, 3);
+	if (nr == 3) {
+		CHECK_INT(got[0].src, 4242);
+		CHECK(!got[0].sha256.algo && !got[0].data);
+		CHECK(got[2].base.algo && !oid_cmp(&got[2].base, &e[2].base));
+		CHECK(!got[2].data);
+	}
+	free(got);
+	CHECK_INT(cache_pack1_idx(c, p.id, 1, &chunk), 0);
+	CHECK_INT(chunk.len, 100);
+	CHECK_INT(cache_pack1_idx(c, p.id, 2, &chunk), XL_ECORRUPT);
+	/* a bad entry is refused before it reaches the file */
+	e[0].hdr_len = 0;
+	CHECK_INT(cache_pack1_put_entry(c, p.id, &e[0]), XL_EINVALID);
+
+	/* emptied with the rest when the settings change */
+	CHECK_INT(cache_check_settings(c, "a"), 0);
+	CHECK_INT(cache_check_settings(c, "b"), 1);
+	CHECK_INT(cache_pack1_list(c, &list, &nr), 0);
+	CHECK_INT(nr, 0);
+	free(list);
+	CHECK_INT(sql_int(db_path, "SELECT count(*) FROM pack1_entries"), 0);
+	CHECK_INT(sql_int(db_path, "SELECT count(*) FROM pack1_idx"), 0);
+
+	/* and dropped one by one */
+	CHECK_INT(cache_begin(c), 0);
+	CHECK_INT(cache_pack1_add(c, &p), 0);
+	CHECK_INT(cache_pack1_put_entry(c, p.id, &e[1]), 0);
+	CHECK_INT(cache_commit(c), 0);
+	CHECK_INT(cache_pack1_drop(c, p.id), 0);
+	CHECK_INT(sql_int(db_path, "SELECT count(*) FROM pack1_entries"), 0);
+	cache_close(c);
+out:
+	buf_release(&payloads);
+	buf_release(&chunk);
+	scratch_end();
+}
+
+/* Version 2 gains the packs' tables, and keeps its names. */
+TEST(migrate_from_version_2)
+{
+	struct warnings w = { 0 };
+	struct cache *c;
+	uint64_t n, u;
+
+	scratch_begin();
+	make_cache(&hash_sha256, 50);
+	sql(db_path, "DROP TABLE packs1; DROP TABLE pack1_entries; DROP TABLE pack1_idx;"
+	    "PRAGMA user_version = 2;");
+	c = open_ok(&hash_sha256, &w);
+	CHECK_INT(w.n, 0);
+	if (!c)
+		goto out;
+	CHECK_INT(sql_int(db_path, "PRAGMA user_version"), CACHE_SCHEMA_VERSION);
+	CHECK_INT(cache_count(c, &n, &u), 0);
+	CHECK_INT(n, 50);
+	CHECK_INT(sql_int(db_path, "SELECT count(*) FROM pack1_entries"), 0);
+	cache_close(c);
+out:
+	scratch_end();
+}
+
 const struct test tests[] = {
 	T(open_creates_schema),
 	T(put_get_both_names),
@@ -1677,6 +1808,8 @@ const struct test tests[] = {
 	T(corrupt_truncated),
 	T(corrupt_foreign_application),
 	T(corrupt_future_version),
+	T(pack1_layouts),
+	T(migrate_from_version_2),
 	T(migrate_from_version_1),
 	T(corrupt_other_format),
 	T(corrupt_schema_tampered),
