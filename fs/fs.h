@@ -275,7 +275,8 @@ struct node {
 	struct oid sha256;		/* the stored object */
 	struct oid sha1;		/* null algo if none (untranslatable) */
 	enum obj_type type;
-	uint64_t size;			/* of the view's form; PACKFILE: of the file */
+	uint64_t size;			/* of the view's form; PACKFILE: of the
+					   file; a text version: of its bytes */
 	uint64_t nlookup;		/* kernel references (node_table lock) */
 };
 
@@ -303,6 +304,14 @@ void node_forget(struct xfs *xfs, fuse_ino_t ino, uint64_t nlookup);
  * from the cache now, if it has one (kept in the table too).
  */
 void node_refresh_sha1(struct xfs *xfs, struct node *n);
+
+/*
+ * 1 if n is one version of HEAD, packed-refs or info/packs: its bytes
+ * are fixed (see node.c), and node_version_bytes() appends them to out
+ * (XL_EIO if the kernel has forgotten that version).
+ */
+int node_is_version(const struct node *n);
+int node_version_bytes(struct xfs *xfs, const struct node *n, struct buf *out);
 
 /* Attributes of a node (size from the cache or the snapshot, never content). */
 void node_stat(struct xfs *xfs, const struct node *n, struct stat *st);

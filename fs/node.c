@@ -12,6 +12,8 @@
  *                    symbolic refs live there, the rest is packed-refs)
  *   bit 63 set       an object file: the view in bits 59..62, then the
  *                    first 59 bits of the object's name in that view
+ *   bit 62 set       a file of objects/pack (pack.c)
+ *   bit 61 set       one version of a text file that changes (below)
  *
  * So an object's number follows from its name (readdir can give it
  * without a lookup, and it is the same on every mount), except in the
@@ -31,6 +33,8 @@
 #define OBJECT_BIT (1ull << 63)
 #define OBJECT_VIEW_SHIFT 59
 #define OBJECT_NAME_MASK ((1ull << OBJECT_VIEW_SHIFT) - 1)
+#define VERSION_BIT (1ull << 61)
+#define VERSION_MASK (7ull << 61)	/* bits 61..63: 001 is a version */
 
 struct static_node {
 	fuse_ino_t ino, parent;
@@ -75,12 +79,37 @@ struct path_entry {
 	char *path;
 };
 
+/*
+ * HEAD, packed-refs and objects/info/packs change while readers have
+ * them open.  Git opens packed-refs, takes its size from fstat() and
+ * reads that many bytes, and fstat() asks the kernel about the inode,
+ * not about the open file: were one inode to stand for every version,
+ * a reader could get one version's size with another's bytes and stop
+ * in the middle of a line.  So each version of such a file is an inode
+ * of its own, made by the lookup that first sees those bytes.  Its
+ * bytes and size never change (the kernel may keep them), and its name
+ * is looked up afresh every time (entry TTL 0), which is how a reader
+ * comes to the next version.  A version lives while the kernel holds
+ * it; the newest of each file stays, so that a file that has not
+ * changed keeps its number and its page cache.
+ */
+struct text_version {
+	struct text_version *next;
+	fuse_ino_t ino;
+	fuse_ino_t of;		/* the static node it is a version of */
+	uint64_t nlookup;	/* kernel references */
+	int newest;		/* the one lookups of `of` now give */
+	struct buf bytes;
+};
+
 struct node_table {
 	pthread_mutex_t lock;	/* guards everything below */
 	struct node **buckets;	/* object nodes by ino, chained via ->next */
 	size_t nr_buckets, nr;
 	struct path_entry *paths;	/* interned refs paths; ino PATH_BASE + i */
 	size_t nr_paths, alloc_paths;
+	struct text_version *versions;	/* a short list: few are held */
+	uint64_t last_version;		/* numbers are never reused */
 };
 
 /* An object node in its bucket chain. */
@@ -116,6 +145,13 @@ void node_table_free(struct node_table *t)
 			next = o->next;
 			free(o);
 		}
+	}
+	while (t->versions) {
+		struct text_version *v = t->versions;
+
+		t->versions = v->next;
+		buf_release(&v->bytes);
+		free(v);
 	}
 	for (size_t i = 0; i < t->nr_paths; i++)
 		free(t->paths[i].path);
@@ -230,11 +266,119 @@ void node_refresh_sha1(struct xfs *xfs, struct node *n)
 	pthread_mutex_unlock(&t->lock);
 }
 
+/* ---- versions of the text files that change ------------------------------ */
+
+static int is_versioned(const struct node *n)
+{
+	return n->kind == NODE_TEXT &&
+	       (n->text == TEXT_HEAD || n->text == TEXT_PACKED_REFS ||
+		n->text == TEXT_INFO_PACKS);
+}
+
+int node_is_version(const struct node *n)
+{
+	return (n->ino & VERSION_MASK) == VERSION_BIT;
+}
+
+static void free_version(struct node_table *t, struct text_version *dead)
+{
+	struct text_version **pp;
+
+	for (pp = &t->versions; *pp != dead; pp = &(*pp)->next)
+		;
+	*pp = dead->next;
+	buf_release(&dead->bytes);
+	free(dead);
+}
+
+/*
+ * Turn the static node *n (HEAD, packed-refs, info/packs) into the
+ * version of it that holds its bytes now, counting one kernel reference.
+ */
+static int intern_version(struct xfs *xfs, struct node *n)
+{
+	struct node_table *t = xfs->nodes;
+	struct text_version *v, *old = NULL;
+	struct buf now = BUF_INIT;
+	int ret;
+
+	if ((ret = text_content(xfs, n, &now))) {
+		buf_release(&now);
+		return ret == XL_ENOMEM ? ENOMEM : EIO;
+	}
+	pthread_mutex_lock(&t->lock);
+	for (v = t->versions; v; v = v->next)
+		if (v->of == n->ino && v->newest)
+			break;
+	if (v && v->bytes.len == now.len &&
+	    !memcmp(v->bytes.buf, now.buf, now.len)) {
+		v->nlookup++;
+		buf_release(&now);
+	} else {
+		old = v;
+		if (!(v = calloc(1, sizeof(*v)))) {
+			pthread_mutex_unlock(&t->lock);
+			buf_release(&now);
+			return ENOMEM;
+		}
+		v->ino = VERSION_BIT | ++t->last_version;
+		v->of = n->ino;
+		v->nlookup = 1;
+		v->newest = 1;
+		v->bytes = now;		/* taken over */
+		v->next = t->versions;
+		t->versions = v;
+		if (old) {
+			old->newest = 0;
+			if (!old->nlookup)
+				free_version(t, old);
+		}
+	}
+	n->ino = v->ino;
+	n->size = v->bytes.len;
+	pthread_mutex_unlock(&t->lock);
+	return 0;
+}
+
+int node_version_bytes(struct xfs *xfs, const struct node *n, struct buf *out)
+{
+	struct node_table *t = xfs->nodes;
+	struct text_version *v;
+	int ret = XL_EIO;	/* forgotten: the kernel holds it no more */
+
+	pthread_mutex_lock(&t->lock);
+	for (v = t->versions; v && v->ino != n->ino; v = v->next)
+		;
+	if (v)
+		ret = buf_add(out, v->bytes.buf, v->bytes.len);
+	pthread_mutex_unlock(&t->lock);
+	return ret;
+}
+
+static void forget_version(struct node_table *t, fuse_ino_t ino, uint64_t nlookup)
+{
+	struct text_version *v;
+
+	pthread_mutex_lock(&t->lock);
+	for (v = t->versions; v && v->ino != ino; v = v->next)
+		;
+	if (v) {
+		v->nlookup = v->nlookup > nlookup ? v->nlookup - nlookup : 0;
+		if (!v->nlookup && !v->newest)
+			free_version(t, v);
+	}
+	pthread_mutex_unlock(&t->lock);
+}
+
 void node_forget(struct xfs *xfs, fuse_ino_t ino, uint64_t nlookup)
 {
 	struct node_table *t = xfs->nodes;
 	struct obj_node **pp, *o;
 
+	if ((ino & VERSION_MASK) == VERSION_BIT) {
+		forget_version(t, ino, nlookup);
+		return;
+	}
 	if (!(ino & OBJECT_BIT))
 		return;		/* everything else lives as long as the mount */
 	pthread_mutex_lock(&t->lock);
@@ -320,6 +464,29 @@ int node_get(struct xfs *xfs, fuse_ino_t ino, struct node *out)
 	}
 	if (pack_ino(ino))
 		return pack_node(xfs, ino, out);
+	if ((ino & VERSION_MASK) == VERSION_BIT) {
+		struct text_version *v;
+		fuse_ino_t of = 0;
+		uint64_t size = 0;
+
+		pthread_mutex_lock(&t->lock);
+		for (v = t->versions; v && v->ino != ino; v = v->next)
+			;
+		if (v) {
+			of = v->of;
+			size = v->bytes.len;
+		}
+		pthread_mutex_unlock(&t->lock);
+		for (size_t i = 0; of && i < NR_STATIC; i++) {
+			if (static_nodes[i].ino == of) {
+				from_static(&static_nodes[i], out);
+				out->ino = ino;
+				out->size = size;
+				return 0;
+			}
+		}
+		return ENOENT;
+	}
 	if (ino >= PATH_BASE) {
 		pthread_mutex_lock(&t->lock);
 		if (ino - PATH_BASE < t->nr_paths) {
@@ -495,7 +662,8 @@ int node_lookup(struct xfs *xfs, fuse_ino_t parent, const char *name,
 			if (s->parent == parent && s->ino != FUSE_ROOT_ID &&
 			    !strcmp(s->name, name)) {
 				from_static(s, out);
-				return 0;
+				return is_versioned(out) ?
+					intern_version(xfs, out) : 0;
 			}
 		}
 		if (dir.dir == DIR_PACK)
@@ -588,12 +756,16 @@ void node_stat(struct xfs *xfs, const struct node *n, struct stat *st)
 
 double node_entry_ttl(const struct node *n)
 {
+	if (node_is_version(n))
+		return 0;	/* the next lookup may find the next version */
 	return n->kind == NODE_REFDIR || n->kind == NODE_SYMREF ?
 		XFS_TTL_LIVE : XFS_TTL_IMMUTABLE;
 }
 
 double node_attr_ttl(const struct node *n)
 {
+	if (node_is_version(n))
+		return XFS_TTL_IMMUTABLE;	/* its bytes never change */
 	if (n->kind == NODE_SYMREF ||
 	    (n->kind == NODE_TEXT && n->text != TEXT_README &&
 	     n->text != TEXT_CONFIG))

@@ -158,8 +158,8 @@ static void xfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	} else {
 		h->kind = FH_TEXT;
 		ret = text_content(xfs, &n, &h->text) ? EIO : 0;
-		fi->keep_cache = n.kind == NODE_TEXT &&
-			(n.text == TEXT_README || n.text == TEXT_CONFIG);
+		fi->keep_cache = node_is_version(&n) || (n.kind == NODE_TEXT &&
+			(n.text == TEXT_README || n.text == TEXT_CONFIG));
 	}
 	if (ret) {
 		fh_free(h);

@@ -140,6 +140,8 @@ size_t text_size(struct xfs *xfs, const struct node *n)
 	struct buf b = BUF_INIT;
 	size_t len = 0;
 
+	if (node_is_version(n))
+		return n->size;
 	if (n->kind == NODE_TEXT && n->text == TEXT_README)
 		return xfs->readme.len;
 	if (n->kind == NODE_TEXT && n->text == TEXT_CONFIG)
@@ -169,6 +171,8 @@ int text_content(struct xfs *xfs, const struct node *n, struct buf *out)
 	int ret = 0;
 
 	buf_reset(out);
+	if (node_is_version(n))
+		return node_version_bytes(xfs, n, out);
 	if (n->kind == NODE_TEXT) {
 		switch (n->text) {
 		case TEXT_README:

@@ -60,6 +60,64 @@ fi
 expect "its objects read as in the SHA-1 clone" \
 	cmp <("${G[@]}" cat-file -p "$want^{tree}") <(git -C "$W1" cat-file -p "$want^{tree}")
 
+# ---- one open sees one version ---------------------------------------------
+# Git opens packed-refs, takes its size from fstat() and reads that
+# many bytes.  A file opened before the refs changed must still give
+# its own size and bytes after they have; a fresh open gives the new.
+# (Before each version had its own inode, fstat() gave the new size
+# and read() the old bytes: "unterminated line in packed-refs".)
+held=$(python3 - "$M/sha1/packed-refs" "$M/sha1/HEAD" "$W256" <<'EOF'
+import os, subprocess, sys, time
+
+refs, head, repo = sys.argv[1:]
+
+def read_all(fd):
+    out = b''
+    while True:
+        b = os.read(fd, 1 << 16)
+        if not b:
+            return out
+        out += b
+
+def git(*args):
+    subprocess.run(['git', '-C', repo] + list(args), check=True)
+
+def wait_for(path, want):
+    for _ in range(200):
+        with open(path, 'rb') as f:
+            if want in f.read():
+                return True
+        time.sleep(0.05)
+    return False
+
+fds = {p: os.open(p, os.O_RDONLY) for p in (refs, head)}
+sizes = {p: os.fstat(fd).st_size for p, fd in fds.items()}
+git('update-ref', 'refs/tags/held-open', 'HEAD')
+git('update-ref', 'refs/heads/held-open', 'HEAD')
+git('symbolic-ref', 'HEAD', 'refs/heads/held-open')
+if not wait_for(refs, b'refs/tags/held-open') or \
+        not wait_for(head, b'refs/heads/held-open'):
+    sys.exit('the new refs never showed')
+bad = []
+for p, fd in fds.items():
+    n, data = os.fstat(fd).st_size, read_all(fd)
+    if n != len(data) or n != sizes[p] or b'held-open' in data:
+        bad.append('%s held open: fstat %d (opened at %d), read %d' %
+                   (os.path.basename(p), n, sizes[p], len(data)))
+    fd2 = os.open(p, os.O_RDONLY)
+    n2, data2 = os.fstat(fd2).st_size, read_all(fd2)
+    if n2 != len(data2) or b'held-open' not in data2:
+        bad.append('%s opened anew: fstat %d, read %d' %
+                   (os.path.basename(p), n2, len(data2)))
+git('symbolic-ref', 'HEAD', 'refs/heads/main')
+git('update-ref', '-d', 'refs/tags/held-open')
+git('update-ref', '-d', 'refs/heads/held-open')
+print('; '.join(bad) or 'ok')
+EOF
+)
+expect "packed-refs and HEAD held open while refs change: their own size and bytes ($held)" \
+	test "$held" = ok
+
 # ---- readers while the repository changes and is gc'd ---------------------
 secs=${XL_STRESS_SECONDS:-30}
 fixed=$(git -C "$W1" rev-parse HEAD)
