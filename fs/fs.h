@@ -410,8 +410,12 @@ int packfile_read(struct xfs *xfs, struct packfile *f, uint64_t off, char *dst,
 		  size_t len, size_t *got);
 void packfile_close(struct xfs *xfs, struct packfile *f);
 
-/* Lay out new packs after a build (the updater); 0 or an error. */
-int pack1_update(struct xfs *xfs, struct repo *repo);
+/*
+ * How the updater's build lays out new SHA-1 packs (xlate_build_opts
+ * .pack1), and the log line for what it did.
+ */
+void pack1_opts(struct xfs *xfs, struct xlate_pack1_opts *out);
+void pack1_log(struct xfs *xfs, const struct xlate_pack1_stats *st);
 void pack_teardown(struct xfs *xfs);
 
 /* ---- generated text (text.c) ---------------------------------------------------- */

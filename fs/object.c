@@ -268,8 +268,8 @@ static int objfile_load(struct xfs *xfs, struct objfile *f)
 		return 0;
 	}
 	if (f->sha1_form && f->type != OBJ_BLOB)
-		ret = xlate_sha1_form(f->repo->repo, xfs_cache(xfs), xfs->memo,
-				      xfs->unknown_headers, &f->sha256, &type,
+		ret = xlate_sha1_form(f->repo->repo, xfs_cache(xfs), NULL,
+				      xfs->memo, xfs->unknown_headers, &f->sha256, &type,
 				      &f->data);
 	else
 		ret = odb_read(repo_odb(f->repo->repo), &f->sha256, &type,

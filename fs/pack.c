@@ -563,23 +563,23 @@ static int layout_open(void *data, const struct cache_pack1 *p)
 	return open;
 }
 
-int pack1_update(struct xfs *xfs, struct repo *repo)
+void pack1_opts(struct xfs *xfs, struct xlate_pack1_opts *out)
 {
-	struct xlate_pack1_opts opts = {
+	*out = (struct xlate_pack1_opts){
 		.unknown_headers = xfs->unknown_headers,
 		.memo = xfs->memo,
 		.cancel = &xfs->cancel_build,
 		.keep = layout_open,
 		.keep_data = xfs,
 	};
-	struct xlate_pack1_stats st;
-	int ret = xlate_pack1_update(repo, xfs->writer, &opts, &st);
+}
 
-	if (!ret && st.made)
+void pack1_log(struct xfs *xfs, const struct xlate_pack1_stats *st)
+{
+	if (st->made)
 		xfs_log(xfs, "laid out %llu SHA-1 pack%s (%llu objects)",
-			(unsigned long long)st.made, st.made == 1 ? "" : "s",
-			(unsigned long long)st.objects);
-	return ret;
+			(unsigned long long)st->made, st->made == 1 ? "" : "s",
+			(unsigned long long)st->objects);
 }
 
 void pack_teardown(struct xfs *xfs)

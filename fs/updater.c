@@ -80,6 +80,8 @@ static void reopen(struct xfs *xfs)
 int updater_build(struct xfs *xfs, int tty)
 {
 	struct build_progress p = { .xfs = xfs, .tty = tty, .start = xfs_now() };
+	struct xlate_pack1_opts pack1;
+	struct xlate_pack1_stats pack1_stats = { 0 };
 	struct xlate_build_opts opts = {
 		.unknown_headers = xfs->unknown_headers,
 		.submodule_map = xfs->submodule_map,
@@ -87,6 +89,8 @@ int updater_build(struct xfs *xfs, int tty)
 		.progress_data = &p,
 		.cancel = &xfs->cancel_build,
 		.memo = xfs->memo,
+		.pack1 = &pack1,
+		.pack1_stats = &pack1_stats,
 	};
 	struct xlate_build_stats stats;
 	struct repo_ref *repo;
@@ -104,9 +108,10 @@ int updater_build(struct xfs *xfs, int tty)
 	/* packs written since the last look (fetch, gc, repack) */
 	repo = xfs_repo_get(xfs);
 	odb_refresh(repo_odb(repo->repo));
+	pack1_opts(xfs, &pack1);
+	/* and the SHA-1 packs of what it finished */
 	ret = xlate_build(repo->repo, xfs->writer, &opts, &stats);
-	if (!ret)
-		ret = pack1_update(xfs, repo->repo);
+	pack1_log(xfs, &pack1_stats);
 	gone = packs_gone(repo->repo);
 	xfs_repo_put(repo);
 	if (gone)

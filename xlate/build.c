@@ -15,9 +15,13 @@
  *                  and hashing the result
  *     store        in the order names are found, in batches, each batch
  *                  one transaction; then the packs are marked finished
+ *     lay out      if asked (opts->pack1), the SHA-1 packs of finished
+ *                  packs (pack1.c), from this build's table of names and
+ *                  the SHA-1 forms the walk kept in a spill file, not
+ *                  from sqlite lookups and conversions made again
  *
  * Memory: the name table holds every new object and every cached name
- * looked up (about 80 bytes each); the walk's stack holds one frame per
+ * looked up (about 90 bytes each); the walk's stack holds one frame per
  * level, with the content of trees and tags on it (tree depth is small)
  * but not of commits, which are read again when their turn comes
  * (history can be millions deep).
@@ -59,6 +63,8 @@
 #include "xlate_i.h"
 #include "../cache/cache.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <openssl/evp.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -227,6 +233,24 @@ static void writer_stop(struct writer *w)
 	pthread_mutex_destroy(&w->lock);
 }
 
+/*
+ * The SHA-1 forms the walk made, kept for the layout that follows it
+ * (xlate_build_opts.pack1): laying a pack out needs the SHA-1 form of
+ * every tree, commit and tag in it, and reading them back costs a
+ * fraction of converting them again (on the bench repository the second
+ * conversion was half the layout's time).  They go to an unlinked file
+ * beside the cache, not to memory: the forms of a large history run to
+ * hundreds of megabytes.  Any failure to write or read it only turns
+ * the layout back to converting.
+ */
+#define SPILL_FLUSH ((size_t)1 << 20)
+
+struct spill {
+	int fd;				/* -1: none (unwanted, or failed) */
+	uint64_t len;			/* bytes written */
+	struct buf pending;		/* appended, not yet written */
+};
+
 struct build {
 	struct repo *repo;
 	struct odb *odb;
@@ -252,6 +276,7 @@ struct build {
 	size_t in_batch;
 	double batch_start;		/* when the open transaction began */
 	struct writer writer;		/* puts results into the cache */
+	struct spill spill;		/* SHA-1 forms, for the layout */
 	atomic_uint_fast64_t done;
 	uint64_t total;
 };
@@ -334,6 +359,81 @@ static int store(struct build *b, const struct oid *oid)
 		progress(b);
 	}
 	return 0;
+}
+
+/* ---- the spill file ------------------------------------------------- */
+
+static void spill_close(struct spill *sp)
+{
+	if (sp->fd >= 0)
+		close(sp->fd);
+	sp->fd = -1;
+	buf_release(&sp->pending);
+}
+
+/* An unlinked file in the cache's directory (so on its file system). */
+static void spill_open(struct spill *sp, const char *cache_path)
+{
+	char *dir = strdup(cache_path), *slash;
+
+	sp->fd = -1;
+	sp->len = 0;
+	buf_init(&sp->pending);
+	if (!dir)
+		return;
+	slash = strrchr(dir, '/');
+	if (slash)
+		*(slash == dir ? slash + 1 : slash) = '\0';
+#ifdef O_TMPFILE
+	sp->fd = open(slash ? dir : ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+#endif
+	if (sp->fd < 0) {
+		struct buf name = BUF_INIT;
+
+		if (!buf_addf(&name, "%s/.xlate-spill-XXXXXX",
+			      slash ? dir : ".") &&
+		    (sp->fd = mkstemp(name.buf)) >= 0)
+			unlink(name.buf);
+		buf_release(&name);
+	}
+	free(dir);
+}
+
+static int spill_flush(struct spill *sp)
+{
+	const char *p = sp->pending.buf;
+	size_t left = sp->pending.len;
+
+	while (left) {
+		ssize_t n = write(sp->fd, p, left);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			spill_close(sp);
+			return -1;
+		}
+		p += n;
+		left -= (size_t)n;
+	}
+	buf_reset(&sp->pending);
+	return 0;
+}
+
+/* Keep e's SHA-1 form; e->spill says where. */
+static void spill_put(struct spill *sp, struct xmap_entry *e,
+		      const struct buf *form)
+{
+	if (sp->fd < 0)
+		return;
+	if (buf_add(&sp->pending, form->buf, form->len)) {
+		spill_close(sp);
+		return;
+	}
+	e->spill = sp->len + 1;
+	sp->len += form->len;
+	if (sp->pending.len >= SPILL_FLUSH)
+		spill_flush(sp);
 }
 
 /* ---- names already known -------------------------------------------- */
@@ -1093,6 +1193,7 @@ static int frame_close(struct build *b, struct frame *f, struct buf *conv)
 	memcpy(e->sha1, sha1.hash, 20);
 	e->size1 = conv->len;
 	e->state = XMAP_DONE;
+	spill_put(&b->spill, e, conv);
 	atomic_fetch_add(&b->done, 1);
 	return store(b, &f->oid);
 }
@@ -1244,6 +1345,125 @@ static int refuse_dependents(struct build *b)
 	return ret;
 }
 
+/* ---- the SHA-1 packs ------------------------------------------------- */
+
+/*
+ * The table as the layout asks it: what this build named or looked up,
+ * exactly as it stored it.  Objects it could not read were not stored,
+ * so it does not know them either.
+ */
+static int names_get(void *data, const struct oid *oid, struct cache_object *co)
+{
+	struct build *b = data;
+	struct xmap_entry *e = xmap_get(&b->map, oid);
+
+	if (!e || e->state == XMAP_PENDING || e->state == XMAP_EMPTY ||
+	    (e->flags & XMAP_F_UNREADABLE))
+		return XL_ENOTFOUND;
+	memset(co, 0, sizeof(*co));
+	co->sha256 = *oid;
+	co->type = (enum obj_type)e->type;
+	co->size256 = e->size256;
+	if (e->state == XMAP_DONE) {
+		oid_from_raw(&co->sha1, &hash_sha1, e->sha1);
+		co->size1 = e->size1;
+	} else {
+		co->reason = e->reason;
+		co->retry = !!(e->flags & XMAP_F_RETRY);
+	}
+	return 0;
+}
+
+/* The same for converting: only the SHA-1 name, recent ones first. */
+static int names_map(void *data, const struct oid *in, struct oid *out)
+{
+	struct build *b = data;
+	unsigned slot = (in->hash[0] | in->hash[1] << 8) & (RECENT_SLOTS - 1);
+	struct recent *r = b->recent ? &b->recent[slot] : NULL;
+	struct xmap_entry *e;
+	char hex[OID_HEXSZ_MAX + 1];
+
+	if (r && !memcmp(r->key, in->hash, 32)) {
+		oid_from_raw(out, &hash_sha1, r->sha1);
+		return 0;
+	}
+	e = xmap_get(&b->map, in);
+	if (!e || e->state == XMAP_PENDING || e->state == XMAP_EMPTY ||
+	    (e->flags & XMAP_F_UNREADABLE))
+		return XL_ENOTFOUND;
+	if (e->state == XMAP_BAD)
+		return err_set(XL_EUNSUPPORTED, "%s is untranslatable: %s",
+			       oid_to_hex_r(hex, in), e->reason);
+	oid_from_raw(out, &hash_sha1, e->sha1);
+	if (r) {
+		memcpy(r->key, in->hash, 32);
+		memcpy(r->sha1, e->sha1, 20);
+	}
+	return 0;
+}
+
+/* And the SHA-1 form itself, from the spill file. */
+static int names_form(void *data, const struct oid *oid, struct buf *out)
+{
+	struct build *b = data;
+	struct xmap_entry *e = xmap_get(&b->map, oid);
+	uint64_t at, left;
+	char *p;
+	int ret;
+
+	buf_reset(out);
+	if (b->spill.fd < 0 || !e || e->state != XMAP_DONE || !e->spill)
+		return XL_ENOTFOUND;
+	if (e->size1 > SIZE_MAX / 2)
+		return XL_ENOTFOUND;
+	if ((ret = buf_grow(out, (size_t)e->size1)))
+		return ret;
+	p = out->buf;
+	at = e->spill - 1;
+	left = e->size1;
+	while (left) {
+		ssize_t n = pread(b->spill.fd, p, left > (1u << 30) ? 1u << 30 :
+				  (size_t)left, (off_t)at);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			buf_reset(out);
+			return XL_ENOTFOUND;	/* convert it instead */
+		}
+		p += n;
+		at += (uint64_t)n;
+		left -= (uint64_t)n;
+	}
+	out->len = (size_t)e->size1;
+	out->buf[out->len] = '\0';
+	return 0;
+}
+
+/*
+ * Lay out the SHA-1 packs while the table is still here: a layout
+ * converts every tree, commit and tag of its pack again, and each of
+ * their references would otherwise be a sqlite lookup (on the bench
+ * repository that was most of the layout's time).
+ */
+static int lay_out(struct build *b)
+{
+	struct xlate_names names = { names_get, names_map, names_form, b };
+	struct xlate_pack1_opts po = *b->opts->pack1;
+	struct xlate_pack1_stats unused;
+
+	/* names refused after the walk (collisions) may still be there */
+	if (b->collided && b->recent)
+		memset(b->recent, 0, RECENT_SLOTS * sizeof(*b->recent));
+	if (b->spill.fd >= 0)
+		spill_flush(&b->spill);
+
+	po.names = &names;
+	return xlate_pack1_update(b->repo, b->cache, &po,
+				  b->opts->pack1_stats ? b->opts->pack1_stats :
+				  &unused);
+}
+
 /* ---- settings and the submodule map --------------------------------- */
 
 int xlate_read_submodule_map(const char *path, xlate_pair_fn fn, void *data)
@@ -1338,6 +1558,7 @@ int xlate_build(struct repo *repo, struct cache *cache,
 	b.cache = cache;
 	b.opts = opts;
 	b.stats = stats;
+	b.spill.fd = -1;
 	atomic_init(&b.done, 0);
 	if (repo_algo(repo) != &hash_sha256)
 		return err_set(XL_EUNSUPPORTED,
@@ -1373,6 +1594,8 @@ int xlate_build(struct repo *repo, struct cache *cache,
 		goto out;
 	progress(&b);
 
+	if (opts->pack1)
+		spill_open(&b.spill, cache_path(cache));
 	if ((ret = cache_begin(cache)))
 		goto out;
 	if ((ret = writer_start(&b.writer, cache))) {
@@ -1419,8 +1642,11 @@ int xlate_build(struct repo *repo, struct cache *cache,
 	if (!ret && !cache_count(cache, &count, &bad))
 		stats->objects = count + stats->unreadable;
 	progress(&b);
+	if (!ret && opts->pack1)
+		ret = lay_out(&b);
 out:
 	buf_release(&settings);
+	spill_close(&b.spill);
 	free(b.recent);
 	xmap_release(&b.map);
 	xmap_release(&b.by_sha1);

@@ -288,8 +288,9 @@ static int cat_one(struct cli *cli, char opt, const char *type_arg,
 		snprintf(num, sizeof(num), "%zu\n", size);
 		out_str(&o, num);
 	} else if (in_sha1 && opt == 'p' && type == OBJ_TREE) {
-		if ((ret = xlate_sha1_form(repo, cli->cache, NULL, cli->unknown_headers,
-					   &oid, &type, &obj)) ||
+		if ((ret = xlate_sha1_form(repo, cli->cache, NULL, NULL,
+					   cli->unknown_headers, &oid, &type,
+					   &obj)) ||
 		    (ret = print_tree(&o, &hash_sha1, &obj, repo_quote_path(repo))))
 			goto fail;
 	} else if (opt == 'p' && type == OBJ_TREE) {
@@ -320,7 +321,7 @@ static int cat_one(struct cli *cli, char opt, const char *type_arg,
 				goto fail;
 		} else {
 			if (in_sha1)
-				ret = xlate_sha1_form(repo, cli->cache, NULL,
+				ret = xlate_sha1_form(repo, cli->cache, NULL, NULL,
 						      cli->unknown_headers, &oid,
 						      &type, &obj);
 			else
@@ -439,7 +440,7 @@ static int batch_object_sha1(struct batch *b, const struct oid *oid,
 			return ret;
 		return out_write(&b->out, "\n", 1);
 	}
-	if ((ret = xlate_sha1_form(b->repo, b->cli->cache, NULL,
+	if ((ret = xlate_sha1_form(b->repo, b->cli->cache, NULL, NULL,
 				   b->cli->unknown_headers, oid, &type, &b->obj)))
 		return ret;
 	batch_header(b, &sha1, type, b->obj.len, rest);

@@ -70,8 +70,8 @@ static int verify_one(struct cli *cli, const struct oid *oid,
 	if (type != co.type)
 		return buf_addf(why, "is a %s, the cache says %s", type_name(type),
 				type_name(co.type)), 1;
-	if (xlate_sha1_form(cli->repo, cli->cache, NULL, cli->unknown_headers, oid,
-			    &t2, sha1_form))
+	if (xlate_sha1_form(cli->repo, cli->cache, NULL, NULL,
+			    cli->unknown_headers, oid, &t2, sha1_form))
 		return buf_addf(why, "cannot convert: %s", err_msg()), 1;
 	hash_object(&hash_sha1, type_name(type), sha1_form->buf, sha1_form->len,
 		    &h);
@@ -387,8 +387,8 @@ int cmd_show(struct cli *cli, int argc, char **argv)
 	}
 
 	if (co.sha1.algo && type != OBJ_BLOB && type != OBJ_TREE &&
-	    !xlate_sha1_form(cli->repo, cli->cache, NULL, cli->unknown_headers, &oid,
-			     &type, &sha1_form)) {
+	    !xlate_sha1_form(cli->repo, cli->cache, NULL, NULL,
+			     cli->unknown_headers, &oid, &type, &sha1_form)) {
 		out_str(&o, "\n--- SHA-256 form\n+++ SHA-1 form\n");
 		show_diff(&o, &native, &sha1_form);
 	}

@@ -77,7 +77,10 @@ static void warn_cb(void *data, const char *message)
 int cli_build(struct cli *cli, struct xlate_build_stats *stats)
 {
 	struct xlate_progress p;
+	/* and the SHA-1 packs a mount serves, so that it starts at once */
+	struct xlate_pack1_opts po = { .unknown_headers = cli->unknown_headers };
 	struct xlate_build_opts opts = {
+		.pack1 = &po,
 		.unknown_headers = cli->unknown_headers,
 		.submodule_map = cli->submodule_map,
 		.progress = isatty(2) ? xlate_progress_cb : NULL,
@@ -104,13 +107,6 @@ int cli_build(struct cli *cli, struct xlate_build_stats *stats)
 	xlate_progress_init(&p, stderr);
 	ret = xlate_build(cli->repo, cli->cache, &opts, stats);
 	xlate_progress_end(&p);
-	if (!ret) {
-		/* and the SHA-1 packs a mount serves, so that it starts at once */
-		struct xlate_pack1_opts po = { .unknown_headers = cli->unknown_headers };
-		struct xlate_pack1_stats ps;
-
-		ret = xlate_pack1_update(cli->repo, cli->cache, &po, &ps);
-	}
 	if (!ret && stats->unreadable)
 		cli_error(0, "warning: %llu object%s cannot be read and %s left "
 			  "for the next build, with what needs %s (see git xlate "

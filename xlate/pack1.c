@@ -50,6 +50,13 @@
  * and each entry's CRC32 as it goes, so what a reader is served is what
  * was summed.  A reused native entry is exactly the bytes between its
  * offset and the next entry's, as the native pack is laid out.
+ *
+ * Where the layout gets names and SHA-1 forms.  Run by the build that
+ * finished the pack (xlate_build_opts.pack1), it asks the build's own
+ * table (xlate_names) and reads back the forms the walk just hashed;
+ * only objects named by earlier builds (a repack, a layout that was
+ * stopped) are looked up in the cache and converted again.  Readers
+ * always convert through the cache and the memo.
  */
 #include "xlate.h"
 #include "../cache/cache.h"
@@ -117,6 +124,7 @@ static void put_be32(unsigned char *p, uint32_t v)
 struct pack1_ctx {
 	struct repo *repo;
 	struct cache *cache;
+	const struct xlate_names *names;	/* asked before the cache */
 	struct xlate_memo *memo;
 	enum xlate_unknown unknown_headers;
 	const unsigned char *native;	/* the native pack's bytes */
@@ -138,7 +146,8 @@ struct form {
 	struct oid sha256;	/* algo NULL: an empty slot */
 	struct oid base;	/* algo NULL: the SHA-1 form; else a delta */
 	struct buf data;
-	uint32_t adler;
+	uint32_t adler;		/* of data, once has_adler */
+	int has_adler;		/* a base of a tree delta never needs it */
 	uint64_t used;		/* forms->tick when last asked for */
 };
 
@@ -167,6 +176,15 @@ static uint32_t adler_of(const struct buf *b)
 	return (uint32_t)a;
 }
 
+static uint32_t form_adler(struct form *f)
+{
+	if (!f->has_adler) {
+		f->adler = adler_of(&f->data);
+		f->has_adler = 1;
+	}
+	return f->adler;
+}
+
 static struct form *forms_find(struct forms *fs, const struct oid *sha256,
 			       const struct oid *base)
 {
@@ -191,6 +209,7 @@ static struct form *forms_victim(struct forms *fs)
 		if (fs->slot[i].used < v->used)
 			v = &fs->slot[i];
 	buf_reset(&v->data);
+	v->has_adler = 0;
 	memset(&v->sha256, 0, sizeof(v->sha256));
 	memset(&v->base, 0, sizeof(v->base));
 	v->used = ++fs->tick;
@@ -199,7 +218,7 @@ static struct form *forms_victim(struct forms *fs)
 
 /* The SHA-1 form of `sha256`. */
 static int form_get(const struct pack1_ctx *c, struct forms *fs,
-		    const struct oid *sha256, const struct form **out)
+		    const struct oid *sha256, struct form **out)
 {
 	char hex[OID_HEXSZ_MAX + 1];
 	enum obj_type type;
@@ -209,10 +228,15 @@ static int form_get(const struct pack1_ctx *c, struct forms *fs,
 	if ((*out = forms_find(fs, sha256, NULL)))
 		return 0;
 	f = forms_victim(fs);
-	if ((ret = xlate_sha1_form(c->repo, c->cache, c->memo,
-				   c->unknown_headers, sha256, &type, &f->data)))
+	ret = XL_ENOTFOUND;
+	if (c->names && c->names->form)
+		ret = c->names->form(c->names->data, sha256, &f->data);
+	if (ret == XL_ENOTFOUND)
+		ret = xlate_sha1_form(c->repo, c->cache, c->names, c->memo,
+				      c->unknown_headers, sha256, &type,
+				      &f->data);
+	if (ret)
 		return err_wrap("%s", oid_to_hex_r(hex, sha256));
-	f->adler = adler_of(&f->data);
 	f->sha256 = *sha256;
 	*out = f;
 	return 0;
@@ -243,7 +267,6 @@ static int tree_entries(const struct buf *t, struct tree_ent **out, size_t *nr)
 
 	while (p < end) {
 		const unsigned char *nul = memchr(p, '\0', (size_t)(end - p));
-		uint32_t h = 2166136261u;
 
 		if (!nul || (size_t)(end - nul) < 21) {
 			free(e);
@@ -255,9 +278,14 @@ static int tree_entries(const struct buf *t, struct tree_ent **out, size_t *nr)
 		}
 		e[n].start = (uint32_t)(p - (const unsigned char *)t->buf);
 		e[n].len = (uint32_t)(nul + 21 - p);
-		for (const unsigned char *q = p; q < nul + 21; q++)
-			h = (h ^ *q) * 16777619u;
-		e[n].hash = h;
+		/*
+		 * The object's name is a hash already: four of its bytes
+		 * and the entry's length spread entries well enough (the
+		 * same blob under two names is told apart by memcmp).
+		 */
+		e[n].hash = ((uint32_t)nul[1] << 24 | (uint32_t)nul[2] << 16 |
+			     (uint32_t)nul[3] << 8 | nul[4]) ^
+			    e[n].len * 2654435761u;
 		n++;
 		p = nul + 21;
 	}
@@ -404,10 +432,9 @@ out:
  */
 static int payload_get(const struct pack1_ctx *c, struct forms *fs,
 		       const struct cache_pack1_entry *e, uint64_t size,
-		       const struct form **out)
+		       struct form **out)
 {
-	const struct form *bf, *tf;
-	struct form *f;
+	struct form *bf, *tf, *f;
 	char hex[OID_HEXSZ_MAX + 1];
 	int ret;
 
@@ -421,7 +448,6 @@ static int payload_get(const struct pack1_ctx *c, struct forms *fs,
 		f = forms_victim(fs);
 		if ((ret = tree_delta(&bf->data, &tf->data, &f->data)))
 			return err_wrap("delta for %s", oid_to_hex_r(hex, &e->sha256));
-		f->adler = adler_of(&f->data);
 		f->sha256 = e->sha256;
 		f->base = e->base;
 		*out = f;
@@ -489,7 +515,7 @@ static int entry_copy(const struct pack1_ctx *c, struct forms *fs,
 		      const struct cache_pack1_entry *e, uint64_t off,
 		      unsigned char *dst, size_t len)
 {
-	const struct form *f;
+	struct form *f;
 	int ret;
 
 	if (off < e->hdr_len) {
@@ -529,7 +555,7 @@ static int entry_copy(const struct pack1_ctx *c, struct forms *fs,
 	}
 	if ((ret = payload_get(c, fs, e, size, &f)))
 		return ret;
-	zstored_copy(f->data.buf, size, f->adler, off, dst, len);
+	zstored_copy(f->data.buf, size, form_adler(f), off, dst, len);
 	return 0;
 }
 
@@ -617,7 +643,7 @@ static int sum_update(EVP_MD_CTX *md, const void *p, size_t len)
 
 /*
  * Decide what each native entry becomes: which are kept (with their
- * SHA-1 names), from the cache.
+ * SHA-1 names), from the names the build holds or else the cache.
  */
 static int plan_entries(const struct pack1_ctx *c,
 			const struct odb_pack_info *info,
@@ -642,7 +668,11 @@ static int plan_entries(const struct pack1_ctx *c,
 			if (!oid_cmp(&prev, &name))
 				continue;
 		}
-		ret = cache_get(c->cache, &name, &co);
+		ret = XL_ENOTFOUND;
+		if (c->names)
+			ret = c->names->get(c->names->data, &name, &co);
+		if (ret == XL_ENOTFOUND)
+			ret = cache_get(c->cache, &name, &co);
 		if (ret == XL_ENOTFOUND || (!ret && !co.sha1.algo))
 			continue;
 		if (ret)
@@ -729,7 +759,7 @@ static int entry_for(const struct pack1_ctx *c, struct forms *fs,
 	odb_pack_object(info, n->pos, &out->sha256);
 	if (plan[i].type == OBJ_TREE && is_delta && b != ODB_NO_BASE &&
 	    plan[b].kept && plan[b].type == OBJ_TREE) {
-		const struct form *d;
+		struct form *d;
 
 		odb_pack_object(info, e[b].pos, &out->base);
 		if ((ret = payload_get(c, fs, out, UINT64_MAX, &d)))
@@ -747,7 +777,7 @@ static int entry_for(const struct pack1_ctx *c, struct forms *fs,
 	out->len = out->hdr_len + zstored_size(plan[i].size1);
 	if (plan[i].size1 > PAYLOAD_KEEP_MAX)
 		return 0;	/* converted when read */
-	const struct form *f;
+	struct form *f;
 
 	if ((ret = payload_get(c, fs, out, plan[i].size1, &f)))
 		return ret;
@@ -905,8 +935,10 @@ int xlate_pack1_update(struct repo *repo, struct cache *cache,
 		       const struct xlate_pack1_opts *opts,
 		       struct xlate_pack1_stats *stats)
 {
-	struct pack1_ctx c = { repo, cache, opts->memo, opts->unknown_headers,
-				NULL, 0, 0 };
+	struct pack1_ctx c = {
+		.repo = repo, .cache = cache, .names = opts->names,
+		.memo = opts->memo, .unknown_headers = opts->unknown_headers,
+	};
 	struct xlate_memo *own_memo = NULL;
 	struct native_list natives = { 0 };
 	struct cache_pack1 *list = NULL;

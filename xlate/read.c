@@ -11,20 +11,41 @@
 
 struct cache_map {
 	struct cache *cache;
+	const struct xlate_names *names;	/* may be NULL */
 	struct xlate_memo *memo;
 	uint64_t generation;	/* of the memo, before the cache was asked */
 };
+
+/* What the caller's table, or else the cache, knows of `in`. */
+static int known(struct cache_map *m, const struct oid *in,
+		 struct cache_object *co)
+{
+	int ret;
+
+	if (m->names && (ret = m->names->get(m->names->data, in, co)) !=
+			XL_ENOTFOUND)
+		return ret;
+	return cache_get(m->cache, in, co);
+}
 
 static int map_by_cache(void *data, const struct oid *in, struct oid *out)
 {
 	struct cache_map *m = data;
 	struct cache_object co;
 	char hex[OID_HEXSZ_MAX + 1];
-	int ret;
+	int ret = XL_ENOTFOUND, asked_cache = 0;
 
-	if (xlate_memo_get(m->memo, in, out))
-		return 0;
-	if ((ret = cache_get(m->cache, in, &co)) == XL_ENOTFOUND)
+	/* the caller's table first: it is exact, and cheaper than the memo */
+	if (m->names && (ret = m->names->map(m->names->data, in, out)) !=
+			XL_ENOTFOUND)
+		return ret;
+	if (ret == XL_ENOTFOUND) {
+		if (xlate_memo_get(m->memo, in, out))
+			return 0;
+		ret = cache_get(m->cache, in, &co);
+		asked_cache = 1;
+	}
+	if (ret == XL_ENOTFOUND)
 		return err_set(XL_ENOTFOUND, "no SHA-1 name known for %s",
 			       oid_to_hex_r(hex, in));
 	if (ret)
@@ -33,7 +54,8 @@ static int map_by_cache(void *data, const struct oid *in, struct oid *out)
 		return err_set(XL_EUNSUPPORTED, "%s is untranslatable: %s",
 			       oid_to_hex_r(hex, in), co.reason);
 	*out = co.sha1;
-	xlate_memo_put(m->memo, m->generation, in, out);
+	if (asked_cache)
+		xlate_memo_put(m->memo, m->generation, in, out);
 	return 0;
 }
 
@@ -47,7 +69,7 @@ static int map_gitlink_by_cache(void *data, const struct oid *in,
 	struct cache_map *m = data;
 	struct cache_object co;
 	char hex[OID_HEXSZ_MAX + 1];
-	int ret = cache_get(m->cache, in, &co);
+	int ret = known(m, in, &co);
 
 	if (ret != XL_ENOTFOUND)
 		return map_by_cache(data, in, out);
@@ -59,12 +81,14 @@ static int map_gitlink_by_cache(void *data, const struct oid *in,
 }
 
 int xlate_sha1_form(struct repo *repo, struct cache *cache,
-		    struct xlate_memo *memo,
+		    const struct xlate_names *names, struct xlate_memo *memo,
 		    enum xlate_unknown unknown_headers,
 		    const struct oid *sha256, enum obj_type *type,
 		    struct buf *out)
 {
-	struct cache_map m = { cache, memo, xlate_memo_generation(memo) };
+	struct cache_map m = {
+		cache, names, memo, xlate_memo_generation(memo),
+	};
 	struct xlate_opts o = { repo_algo(repo), &hash_sha1, map_by_cache, &m,
 				unknown_headers, map_gitlink_by_cache };
 	struct buf native = BUF_INIT;
@@ -73,7 +97,7 @@ int xlate_sha1_form(struct repo *repo, struct cache *cache,
 	int ret;
 
 	buf_reset(out);
-	ret = cache_get(cache, sha256, &co);
+	ret = known(&m, sha256, &co);
 	if (!ret && !co.sha1.algo)
 		return err_set(XL_EUNSUPPORTED, "%s is untranslatable: %s",
 			       oid_to_hex_r(hex, sha256), co.reason);

@@ -104,6 +104,32 @@ int xlate_refs(const struct hash_algo *algo, enum obj_type type,
 /* ---- the whole-repository build ------------------------------------- */
 
 struct cache;
+struct cache_object;
+struct xlate_pack1_opts;
+struct xlate_pack1_stats;
+
+/*
+ * Names someone already holds in memory, asked before the cache: a
+ * build hands its own table to the layout of the packs it finished, so
+ * that laying them out looks nothing up in sqlite for the objects it
+ * has just named.  get() fills *out as cache_get() would (a reason
+ * borrowed while the table lives) and returns 0, or XL_ENOTFOUND when
+ * the table does not know the name; then the cache is asked.  map() is
+ * the same question when only the SHA-1 name is wanted (converting):
+ * as an xlate_map_fn, XL_ENOTFOUND meaning "ask the cache".
+ */
+struct xlate_names {
+	int (*get)(void *data, const struct oid *sha256,
+		   struct cache_object *out);
+	xlate_map_fn map;
+	/*
+	 * May be NULL.  The SHA-1 form of a tree, commit or tag, as the
+	 * holder of the table made and hashed it, into out (reset first);
+	 * XL_ENOTFOUND if it did not keep that one.
+	 */
+	int (*form)(void *data, const struct oid *sha256, struct buf *out);
+	void *data;
+};
 
 struct xlate_build_opts {
 	enum xlate_unknown unknown_headers;
@@ -125,6 +151,15 @@ struct xlate_build_opts {
 	 * anything), and after refusing a named object for a collision.
 	 */
 	struct xlate_memo *memo;
+	/*
+	 * May be NULL.  Else, once its names are committed, the build
+	 * brings the SHA-1 packs up to date with these options
+	 * (xlate_pack1_update(), below: its `names` is the build's own
+	 * table), and its figures go to *pack1_stats.  A build that fails
+	 * lays nothing out.
+	 */
+	const struct xlate_pack1_opts *pack1;
+	struct xlate_pack1_stats *pack1_stats;
 };
 
 struct xlate_build_stats {
@@ -242,11 +277,13 @@ struct cache_pack1;
  * Lay out the SHA-1 pack of every native pack the build has finished
  * and that has none yet, into the cache (see pack1.c), and forget the
  * layouts of native packs that are gone, unless keep() says a reader
- * still has one open.  Run it after xlate_build().
+ * still has one open.  Run it after xlate_build(), or let the build run
+ * it (xlate_build_opts.pack1), which is faster.
  */
 struct xlate_pack1_opts {
 	enum xlate_unknown unknown_headers;
 	struct xlate_memo *memo;	/* may be NULL: a memo of its own */
+	const struct xlate_names *names;	/* may be NULL: the cache alone */
 	const atomic_int *cancel;	/* may be NULL; as in xlate_build_opts */
 	int (*keep)(void *data, const struct cache_pack1 *p);	/* may be NULL */
 	void *keep_data;
@@ -306,13 +343,14 @@ void xlate_memo_clear(struct xlate_memo *memo);
 /*
  * The SHA-1 form of the object stored under `sha256`, made from its
  * stored form and the names in the cache (gitlinks from the cache's
- * record of the submodule map), asking `memo` (may be NULL) first.  The
+ * record of the submodule map), asking `memo` and then `names` (either
+ * may be NULL) first.  The
  * result is checked against the size the cache recorded.  Returns 0;
  * XL_ENOTFOUND (not in the repository); XL_EUNSUPPORTED (untranslatable:
  * the message says why); or a read error.
  */
 int xlate_sha1_form(struct repo *repo, struct cache *cache,
-		    struct xlate_memo *memo,
+		    const struct xlate_names *names, struct xlate_memo *memo,
 		    enum xlate_unknown unknown_headers,
 		    const struct oid *sha256, enum obj_type *type,
 		    struct buf *out);

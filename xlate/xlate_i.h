@@ -26,6 +26,8 @@ struct xmap_entry {
 	uint8_t is_new;		/* found in this build (to be stored) */
 	uint8_t flags;		/* XMAP_F_* (fills what was padding) */
 	uint64_t size256, size1;
+	uint64_t spill;		/* 1 + where the build's spill file has its
+				   SHA-1 form (size1 bytes); 0: not there */
 	char *reason;		/* owned; XMAP_BAD only */
 };
 
