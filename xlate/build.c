@@ -69,6 +69,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <sys/statvfs.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -244,10 +245,19 @@ static void writer_stop(struct writer *w)
  * the layout back to converting.
  */
 #define SPILL_FLUSH ((size_t)1 << 20)
+/*
+ * The forms are uncompressed, so the file can be many times the size
+ * of the pack (trees are stored whole): it may take at most this much,
+ * and at most a quarter of the space free when the build starts, so
+ * that it never starves the cache beside it.  Forms past the limit are
+ * converted again by the layout.
+ */
+#define SPILL_MAX ((uint64_t)4 << 30)
 
 struct spill {
 	int fd;				/* -1: none (unwanted, or failed) */
 	uint64_t len;			/* bytes written */
+	uint64_t max;			/* bytes it may take */
 	struct buf pending;		/* appended, not yet written */
 };
 
@@ -396,6 +406,14 @@ static void spill_open(struct spill *sp, const char *cache_path)
 			unlink(name.buf);
 		buf_release(&name);
 	}
+	if (sp->fd >= 0) {
+		struct statvfs vfs;
+
+		sp->max = SPILL_MAX;
+		if (!fstatvfs(sp->fd, &vfs) &&
+		    (uint64_t)vfs.f_bavail * vfs.f_frsize / 4 < sp->max)
+			sp->max = (uint64_t)vfs.f_bavail * vfs.f_frsize / 4;
+	}
 	free(dir);
 }
 
@@ -424,7 +442,7 @@ static int spill_flush(struct spill *sp)
 static void spill_put(struct spill *sp, struct xmap_entry *e,
 		      const struct buf *form)
 {
-	if (sp->fd < 0)
+	if (sp->fd < 0 || form->len > sp->max - sp->len)
 		return;
 	if (buf_add(&sp->pending, form->buf, form->len)) {
 		spill_close(sp);
