@@ -134,6 +134,11 @@ const char *const cache_stmt_sql[ST__COUNT] = {
 			     "AND offset < ?3 ORDER BY offset",
 	[ST_PACK1_IDX_PUT] = "INSERT INTO pack1_idx(key, data) VALUES (?1, ?2)",
 	[ST_PACK1_IDX_GET] = "SELECT data FROM pack1_idx WHERE key = ?1",
+	[ST_CLEAR_REF_NAMES] = "DELETE FROM ref_names",
+	[ST_REF_NAME_PUT] = "INSERT OR REPLACE INTO ref_names(sha256, sha1) "
+			    "VALUES (?1, ?2)",
+	[ST_REF_NAME_DROP] = "DELETE FROM ref_names WHERE sha256 = ?1",
+	[ST_REF_NAMES] = "SELECT sha256, sha1 FROM ref_names",
 };
 
 /* ---- helpers ---------------------------------------------------------- */
@@ -626,6 +631,11 @@ int cache_put(struct cache *cache, const struct cache_object *obj)
 	sqlite3_bind_int(st, 3, (int)obj->type);
 	sqlite3_bind_int64(st, 4, (sqlite3_int64)obj->size256);
 	ret = run(cache, ST_PUT, "storing an object");
+	/* a name refused after all (a collision) must not live on there */
+	if (!ret && !translatable) {
+		bind_oid(cache->stmt[ST_REF_NAME_DROP], 1, &obj->sha256);
+		ret = run(cache, ST_REF_NAME_DROP, "dropping a ref name");
+	}
 	unlock(cache);
 	return ret;
 }
@@ -897,6 +907,59 @@ int cache_for_each_gitlink(struct cache *cache, cache_gitlink_fn fn,
 	return ret;
 }
 
+/* ---- ref names -------------------------------------------------------- */
+
+int cache_ref_names_set(struct cache *cache, const struct oid *pairs,
+			size_t nr)
+{
+	sqlite3_stmt *st = cache->stmt[ST_REF_NAME_PUT];
+	int ret;
+
+	for (size_t i = 0; i < nr; i++)
+		if ((ret = check_oid(cache, &pairs[2 * i], cache->algo,
+				     "ref name")) ||
+		    (ret = check_oid(cache, &pairs[2 * i + 1], &hash_sha1,
+				     "SHA-1 name")))
+			return ret;
+	if ((ret = lock(cache)))
+		return ret;
+	if (!cache->in_batch) {
+		unlock(cache);
+		return err_set(XL_EINVALID, "cache %s: ref names outside a batch",
+			       cache->path);
+	}
+	ret = run(cache, ST_CLEAR_REF_NAMES, "replacing the ref names");
+	for (size_t i = 0; i < nr && !ret; i++) {
+		bind_oid(st, 1, &pairs[2 * i]);
+		bind_oid(st, 2, &pairs[2 * i + 1]);
+		ret = run(cache, ST_REF_NAME_PUT, "storing a ref name");
+	}
+	unlock(cache);
+	return ret;
+}
+
+int cache_for_each_ref_name(struct cache *cache, cache_ref_name_fn fn,
+			    void *data)
+{
+	sqlite3_stmt *st = cache->stmt[ST_REF_NAMES];
+	struct oid o256, o1;
+	int ret;
+
+	if ((ret = lock(cache)))
+		return ret;
+	while ((ret = step(cache, st, "reading the ref names")) == SQLITE_ROW) {
+		if ((ret = column_oid(cache, st, 0, cache->algo, 0, &o256)) ||
+		    (ret = column_oid(cache, st, 1, &hash_sha1, 0, &o1)) ||
+		    (ret = fn(&o256, &o1, data)))
+			break;
+	}
+	if (ret == SQLITE_DONE)
+		ret = 0;
+	sqlite3_reset(st);
+	unlock(cache);
+	return ret;
+}
+
 /* ---- settings ------------------------------------------------------- */
 
 /*
@@ -971,7 +1034,8 @@ int cache_check_settings(struct cache *cache, const char *settings)
 		    (ret = run(cache, ST_CLEAR_GITLINKS, "emptying")) ||
 		    (ret = run(cache, ST_CLEAR_PACKS1, "emptying")) ||
 		    (ret = run(cache, ST_CLEAR_PACK1_ENTRIES, "emptying")) ||
-		    (ret = run(cache, ST_CLEAR_PACK1_IDX, "emptying")))
+		    (ret = run(cache, ST_CLEAR_PACK1_IDX, "emptying")) ||
+		    (ret = run(cache, ST_CLEAR_REF_NAMES, "emptying")))
 			goto out;
 		if (found)
 			ret = buf_addf(&msg, "cache %s was built with settings "

@@ -225,6 +225,24 @@ int cache_for_each_gitlink(struct cache *cache, cache_gitlink_fn fn,
 			   void *data);
 
 /*
+ * The ref names: the SHA-1 names of what the refs (and their peeled
+ * tags) pointed at when the last build ended, copied from the objects,
+ * so that a fresh mount learns them all in one scan of a small table.
+ * cache_ref_names_set() replaces them, inside a batch, with `nr` pairs
+ * (pairs[2i] a primary name, pairs[2i + 1] its SHA-1 name).  A row
+ * leaves when cache_put() stores its object as untranslatable, and all
+ * of them when the settings empty the cache, so every row is what the
+ * objects table says.  cache_for_each_ref_name() calls fn for each, in
+ * no set order (the rules of cache_for_each() apply).
+ */
+int cache_ref_names_set(struct cache *cache, const struct oid *pairs,
+			size_t nr);
+typedef int (*cache_ref_name_fn)(const struct oid *sha256,
+				 const struct oid *sha1, void *data);
+int cache_for_each_ref_name(struct cache *cache, cache_ref_name_fn fn,
+			    void *data);
+
+/*
  * The synthesized SHA-1 packs (xlate/pack1.c makes them): for a native
  * pack, the layout of the SHA-1 pack made from it, so that a reader can
  * answer stat() and any read without building the rest.  A pack is laid

@@ -23,7 +23,7 @@ _Static_assert(CACHE_APP_ID == 0x786c6673, "application id is \"xlfs\"");
  * teach schema.c to migrate the previous ones (version 1 had no `retry`
  * column, version 2 no synthesized packs).
  */
-#define CACHE_SCHEMA_VERSION 3
+#define CACHE_SCHEMA_VERSION 4
 
 /*
  * How long a statement waits for another process's lock before failing
@@ -83,6 +83,10 @@ enum cache_stmt {
 	ST_PACK1_ENTRIES,	/* the entries overlapping a byte range */
 	ST_PACK1_IDX_PUT,
 	ST_PACK1_IDX_GET,
+	ST_CLEAR_REF_NAMES,
+	ST_REF_NAME_PUT,
+	ST_REF_NAME_DROP,
+	ST_REF_NAMES,		/* all of them */
 	ST__COUNT
 };
 

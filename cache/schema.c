@@ -2,7 +2,7 @@
  * schema.c: the cache file itself: where it lives, its tables, and
  * whether it can be trusted.
  *
- * The schema, version 3 (PRAGMA user_version = 3), application id
+ * The schema, version 4 (PRAGMA user_version = 4), application id
  * 0x786c6673 "xlfs" (PRAGMA application_id), journal_mode WAL:
  *
  *   meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID
@@ -61,6 +61,16 @@
  *	       data BLOB NOT NULL)	the .idx, CACHE_PACK1_IDX_CHUNK bytes a row
  *					(rowid table: the rows are big)
  *
+ *   ref_names(sha256 BLOB PRIMARY KEY,	what a ref (or its peeled tag) named
+ *	       sha1 BLOB NOT NULL)	when the last build ended, and its
+ *	       WITHOUT ROWID		SHA-1 name: a copy of those rows of
+ *					objects, read whole by a fresh mount so
+ *					that its first packed-refs costs one
+ *					scan of a small table, not a descent of
+ *					the big one per ref (a disk read each
+ *					when cold).  Rewritten by every build;
+ *					a row leaves when its object is refused
+ *
  * WITHOUT ROWID makes the name the B-tree key: a lookup by SHA-256 is one
  * descent, and a lookup by SHA-1 is a descent of the index, whose entries
  * (sha1, sha256) then lead to the row.  Names are raw BLOBs, half the size
@@ -79,8 +89,8 @@
  *       BEGIN IMMEDIATE transaction (re-checking inside it, since another
  *       process may be creating it at the same moment)
  *     otherwise they must be ours and CACHE_SCHEMA_VERSION, or version 1
- *       or 2, migrated in place (migrate_v1: a column and an index;
- *       migrate_v2: the synthesized packs' tables)
+ *       to 3, migrated in place (migrate_v1: a column and an index; then
+ *       migrate_add: the synthesized packs' tables, the ref names)
  *   journal_mode=WAL, quick_check(1), the set of schema objects, meta
  *     'format', then synchronous=NORMAL and every statement prepared
  *
@@ -156,6 +166,15 @@
 	"key INTEGER PRIMARY KEY, " \
 	"data BLOB NOT NULL CHECK (typeof(data) = 'blob'));"
 
+/* The ref names' table: the schema's, and version 3's migration. */
+#define REF_NAMES_SCHEMA \
+	"CREATE TABLE ref_names(" \
+	"sha256 BLOB PRIMARY KEY NOT NULL, " \
+	"sha1 BLOB NOT NULL, " \
+	"CHECK (typeof(sha256) = 'blob' AND length(sha256) IN (20, 32) AND " \
+	"typeof(sha1) = 'blob' AND length(sha1) = 20)" \
+	") WITHOUT ROWID;"
+
 /*
  * The schema, run once on an empty file inside a transaction.  The
  * text is constant: nothing here comes from data.
@@ -202,6 +221,7 @@ static const char schema_sql[] =
 	"CREATE INDEX gitlinks_commit256 ON gitlinks(commit256);"
 	"CREATE INDEX gitlinks_commit1 ON gitlinks(commit1);"
 	PACK1_SCHEMA
+	REF_NAMES_SCHEMA
 	"PRAGMA application_id = " STR(CACHE_APP_ID) ";"
 	"PRAGMA user_version = " STR(CACHE_SCHEMA_VERSION) ";";
 
@@ -222,6 +242,7 @@ static const char *const schema_objects[][2] = {
 	{ "table", "pack1_idx" },
 	{ "table", "packs" },
 	{ "table", "packs1" },
+	{ "table", "ref_names" },
 };
 #define SCHEMA_OBJECTS (sizeof(schema_objects) / sizeof(schema_objects[0]))
 
@@ -508,29 +529,38 @@ fail:
 }
 
 /*
- * Version 2 to 3: the synthesized packs' tables, empty (the next build
- * lays the packs out).  One IMMEDIATE transaction, as migrate_v1.
+ * Version `from` to from + 1 by adding empty tables (`sql`): 2 to 3, the
+ * synthesized packs' (the next build lays the packs out); 3 to 4, the
+ * ref names (the next build fills it).  One IMMEDIATE transaction, as
+ * migrate_v1.
  */
-static int migrate_v2(struct cache *cache, struct buf *why)
+static int migrate_add(struct cache *cache, int64_t from, const char *sql,
+		       struct buf *why)
 {
+	char what[64], bump[64];
 	int64_t version = 0;
 	int rc, found;
 
+	snprintf(what, sizeof(what), "migrating from version %lld",
+		 (long long)from);
+	snprintf(bump, sizeof(bump), "PRAGMA user_version = %lld;",
+		 (long long)from + 1);
 	if ((rc = exec(cache, "BEGIN IMMEDIATE")) != SQLITE_OK)
-		return check_failed(cache, rc, "migrating from version 2", why);
+		return check_failed(cache, rc, what, why);
 	if ((rc = query_one(cache, "PRAGMA user_version", &version, NULL,
 			    &found)) != SQLITE_OK)
 		goto fail;
-	if (version != 2) {
+	if (version != from) {
 		exec(cache, "ROLLBACK");
 		return 0;
 	}
-	if ((rc = exec(cache, PACK1_SCHEMA "PRAGMA user_version = 3;")) != SQLITE_OK ||
+	if ((rc = exec(cache, sql)) != SQLITE_OK ||
+	    (rc = exec(cache, bump)) != SQLITE_OK ||
 	    (rc = exec(cache, "COMMIT")) != SQLITE_OK)
 		goto fail;
 	return 0;
 fail:
-	rc = check_failed(cache, rc, "migrating from version 2", why);
+	rc = check_failed(cache, rc, what, why);
 	exec(cache, "ROLLBACK");
 	return rc;
 }
@@ -645,7 +675,14 @@ static int check_file(struct cache *cache, struct buf *why)
 			return ret;
 	}
 	if (version == 2) {
-		if ((ret = set_wal(cache, why)) || (ret = migrate_v2(cache, why)) ||
+		if ((ret = set_wal(cache, why)) ||
+		    (ret = migrate_add(cache, 2, PACK1_SCHEMA, why)) ||
+		    (ret = read_header(cache, &app, &version, &tables, why)))
+			return ret;
+	}
+	if (version == 3) {
+		if ((ret = set_wal(cache, why)) ||
+		    (ret = migrate_add(cache, 3, REF_NAMES_SCHEMA, why)) ||
 		    (ret = read_header(cache, &app, &version, &tables, why)))
 			return ret;
 	}

@@ -182,6 +182,8 @@ struct xfs {
 	pthread_cond_t snap_cond;	/* the first snapshot is ready */
 	struct refsnap *snap;
 	int snap_busy;
+	int ref_names_loaded;		/* touched only by the one thread that
+					   holds snap_busy (refsnap.c) */
 
 	pthread_mutex_t pack_lock;	/* guards packsnap, packs_seen */
 	struct packsnap *packsnap;

@@ -114,17 +114,55 @@ static int hide(struct refsnap_view *v, const char *name)
 	return 0;
 }
 
-/* The SHA-1 name of a stored object, if it has one now. */
+/*
+ * The SHA-1 name of a stored object, if it has one now: from the memo
+ * (where the ref names went), or else the cache, which it then goes to.
+ */
 static int sha1_of(struct xfs *xfs, const struct oid *oid, struct oid *out)
 {
+	uint64_t gen = xlate_memo_generation(xfs->memo);
 	struct cache_object co;
 
-	if (xlate_builtin(oid, &hash_sha1, out))
+	if (xlate_builtin(oid, &hash_sha1, out) ||
+	    xlate_memo_get(xfs->memo, oid, out))
 		return 0;
 	if (cache_get(xfs_cache(xfs), oid, &co) || !co.sha1.algo)
 		return -1;
 	*out = co.sha1;
+	xlate_memo_put(xfs->memo, gen, oid, out);
 	return 0;
+}
+
+struct ref_name_load {
+	struct xlate_memo *memo;
+	uint64_t generation;
+};
+
+static int load_ref_name(const struct oid *sha256, const struct oid *sha1,
+			 void *data)
+{
+	struct ref_name_load *l = data;
+
+	xlate_memo_put(l->memo, l->generation, sha256, sha1);
+	return 0;
+}
+
+/*
+ * Once per mount, before the first snapshot: the names the last build
+ * recorded for the refs, in one scan of a small table.  Without them a
+ * fresh mount looks each ref up in the big table, and when the cache is
+ * not in the page cache that is a disk read per ref (0.13 s for 2,700
+ * refs on the bench repository).  Failing to read them costs only that.
+ */
+static void load_ref_names(struct xfs *xfs)
+{
+	struct ref_name_load l = { xfs->memo, xlate_memo_generation(xfs->memo) };
+
+	if (xfs->ref_names_loaded || !xfs->memo)
+		return;
+	xfs->ref_names_loaded = 1;
+	if (cache_for_each_ref_name(xfs_cache(xfs), load_ref_name, &l))
+		xfs_log(xfs, "reading the ref names: %s", err_msg());
 }
 
 struct snap_walk {
@@ -230,6 +268,7 @@ static struct refsnap *snap_make(struct xfs *xfs)
 		return NULL;
 	}
 	atomic_init(&snap->refcount, 1);
+	load_ref_names(xfs);
 	snap->made = xfs_now();
 	for (int g = 0; g < XFS_GIT__COUNT; g++) {
 		buf_init(&snap->view[g].head);

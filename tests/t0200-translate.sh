@@ -46,8 +46,32 @@ for v in sha256 sha256-packed sha256-loose sha256-mixed sha256-idx1; do
 	expect "$v: verify" "$XL" -C "$R" verify
 done
 
-# map, both ways and in every spelling
+# the ref names a fresh mount reads first: every ref's object and peeled
+# tag, each once, with the twin's name for it
 R=$TW/sha256-packed.git
+if command -v sqlite3 >/dev/null 2>&1; then
+	refpairs() {
+		git -C "$TW/sha256-packed.git" for-each-ref --format="%(refname) %($1objectname)" |
+			sort >"$TRASH/rn.256"
+		git -C "$TW/sha1.git" for-each-ref --format="%(refname) %($1objectname)" |
+			sort >"$TRASH/rn.1"
+		join "$TRASH/rn.256" "$TRASH/rn.1" | awk 'NF == 3 { print $2, $3 }'
+	}
+	{ refpairs ""; refpairs "*"; } | sort -u >"$TRASH/rn.want"
+	sqlite3 -readonly "$R/xlatefs-cache.sqlite" \
+		"SELECT lower(hex(sha256)) || ' ' || lower(hex(sha1)) FROM ref_names" |
+		sort >"$TRASH/rn.got"
+	if [ -s "$TRASH/rn.want" ] && grep -q . "$TRASH/rn.got"; then
+		same_file "build records every ref's names for a fresh mount" \
+			"$TRASH/rn.want" "$TRASH/rn.got"
+	else
+		not_ok "build records every ref's names for a fresh mount (none: $(wc -l <"$TRASH/rn.want") wanted)"
+	fi
+else
+	missing_tool "build records every ref's names for a fresh mount" "no sqlite3"
+fi
+
+# map, both ways and in every spelling
 h256=$(git -C "$R" rev-parse HEAD)
 h1=$(git -C "$TW/sha1.git" rev-parse HEAD)
 check_map() {

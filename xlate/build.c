@@ -1482,6 +1482,98 @@ static int lay_out(struct build *b)
 				  &unused);
 }
 
+/* ---- the ref names --------------------------------------------------- */
+
+/*
+ * At most this many ref names are kept (cache_ref_names_set): they only
+ * spare a fresh mount its first lookups, and a repository with more
+ * refs than this pays for the rest as before.
+ */
+#define REF_NAMES_MAX 131072
+
+struct ref_names {
+	struct build *b;
+	struct oid *pairs;		/* sha256, sha1, sha256, sha1, ... */
+	size_t nr, alloc;		/* pairs */
+	int ret;
+};
+
+static int add_ref_name(struct ref_names *rn, const struct oid *oid)
+{
+	struct cache_object co;
+	int ret;
+
+	if (rn->nr >= REF_NAMES_MAX || !oid->algo || oid_is_null(oid))
+		return 0;
+	ret = names_get(rn->b, oid, &co);
+	if (ret == XL_ENOTFOUND)
+		ret = cache_get(rn->b->cache, oid, &co);
+	if (ret == XL_ENOTFOUND || (!ret && !co.sha1.algo))
+		return 0;	/* not ours, or untranslatable: nothing to spare */
+	if (ret)
+		return ret;
+	if (ARRAY_GROW(rn->pairs, 2 * rn->nr + 1, rn->alloc, 128))
+		return err_set(XL_ENOMEM, "out of memory");
+	rn->pairs[2 * rn->nr] = *oid;
+	rn->pairs[2 * rn->nr + 1] = co.sha1;
+	rn->nr++;
+	return 0;
+}
+
+static int note_ref_name(const struct ref *ref, void *data)
+{
+	struct ref_names *rn = data;
+
+	if (ref->target)
+		return 0;	/* its target is a ref of its own */
+	if ((rn->ret = add_ref_name(rn, &ref->oid)) ||
+	    (ref->has_peeled && (rn->ret = add_ref_name(rn, &ref->peeled))))
+		return 1;
+	return 0;
+}
+
+static int cmp_pair(const void *a, const void *b)
+{
+	return oid_cmp(a, b);
+}
+
+/*
+ * Record what the refs name now, for the next fresh mount (see the
+ * cache's ref_names).  Refs that cannot be read are the mount's
+ * business, not the build's: then the old rows stay, which are still
+ * true names, only perhaps of other refs.
+ */
+static int remember_ref_names(struct build *b)
+{
+	struct ref_names rn = { .b = b };
+	size_t n = 0;
+	int ret;
+
+	if (refs_for_each(b->repo, note_ref_name, &rn) && !rn.ret) {
+		free(rn.pairs);
+		return 0;
+	}
+	if (rn.ret) {
+		free(rn.pairs);
+		return rn.ret;
+	}
+	/* in name order, each once (refs share commits) */
+	if (rn.nr)
+		qsort(rn.pairs, rn.nr, 2 * sizeof(*rn.pairs), cmp_pair);
+	for (size_t i = 0; i < rn.nr; i++)
+		if (!n || oid_cmp(&rn.pairs[2 * (n - 1)], &rn.pairs[2 * i])) {
+			rn.pairs[2 * n] = rn.pairs[2 * i];
+			rn.pairs[2 * n + 1] = rn.pairs[2 * i + 1];
+			n++;
+		}
+	if ((ret = cache_begin(b->cache)) ||
+	    (ret = cache_ref_names_set(b->cache, rn.pairs, n)) ||
+	    (ret = cache_commit(b->cache)))
+		cache_rollback(b->cache);
+	free(rn.pairs);
+	return ret;
+}
+
 /* ---- settings and the submodule map --------------------------------- */
 
 int xlate_read_submodule_map(const char *path, xlate_pair_fn fn, void *data)
@@ -1662,6 +1754,8 @@ int xlate_build(struct repo *repo, struct cache *cache,
 	progress(&b);
 	if (!ret && opts->pack1)
 		ret = lay_out(&b);
+	if (!ret)
+		ret = remember_ref_names(&b);
 out:
 	buf_release(&settings);
 	spill_close(&b.spill);

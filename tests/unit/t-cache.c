@@ -968,10 +968,10 @@ TEST(corrupt_future_version)
 
 	scratch_begin();
 	make_cache(&hash_sha256, 100);
-	sql(db_path, "PRAGMA user_version = 4");
+	sql(db_path, "PRAGMA user_version = 5");
 	c = open_ok(&hash_sha256, &w);
 	check_replaced(c, &w);
-	CHECK(strstr(w.last, "schema version 4") != NULL);
+	CHECK(strstr(w.last, "schema version 5") != NULL);
 	cache_close(c);
 
 	/* and an older one */
@@ -1779,7 +1779,7 @@ TEST(migrate_from_version_2)
 	scratch_begin();
 	make_cache(&hash_sha256, 50);
 	sql(db_path, "DROP TABLE packs1; DROP TABLE pack1_entries; DROP TABLE pack1_idx;"
-	    "PRAGMA user_version = 2;");
+	    "DROP TABLE ref_names; PRAGMA user_version = 2;");
 	c = open_ok(&hash_sha256, &w);
 	CHECK_INT(w.n, 0);
 	if (!c)
@@ -1788,6 +1788,121 @@ TEST(migrate_from_version_2)
 	CHECK_INT(cache_count(c, &n, &u), 0);
 	CHECK_INT(n, 50);
 	CHECK_INT(sql_int(db_path, "SELECT count(*) FROM pack1_entries"), 0);
+	CHECK_INT(sql_int(db_path, "SELECT count(*) FROM ref_names"), 0);
+	cache_close(c);
+out:
+	scratch_end();
+}
+
+/* Version 3 gains the ref names' table, empty, and keeps the rest. */
+TEST(migrate_from_version_3)
+{
+	struct warnings w = { 0 };
+	struct cache *c;
+	uint64_t n, u;
+
+	scratch_begin();
+	make_cache(&hash_sha256, 50);
+	sql(db_path, "DROP TABLE ref_names; PRAGMA user_version = 3;");
+	c = open_ok(&hash_sha256, &w);
+	CHECK_INT(w.n, 0);
+	if (!c)
+		goto out;
+	CHECK_INT(sql_int(db_path, "PRAGMA user_version"), CACHE_SCHEMA_VERSION);
+	CHECK_INT(cache_count(c, &n, &u), 0);
+	CHECK_INT(n, 50);
+	CHECK_INT(sql_int(db_path, "SELECT count(*) FROM ref_names"), 0);
+	cache_close(c);
+out:
+	scratch_end();
+}
+
+struct seen_names {
+	struct oid pairs[8];
+	int n;
+};
+
+static int note_name(const struct oid *sha256, const struct oid *sha1,
+		     void *data)
+{
+	struct seen_names *s = data;
+
+	if (s->n < 4) {
+		s->pairs[2 * s->n] = *sha256;
+		s->pairs[2 * s->n + 1] = *sha1;
+	}
+	s->n++;
+	return 0;
+}
+
+/* Has `s` the pair (a, b)? */
+static int seen_pair(const struct seen_names *s, const struct oid *a,
+		     const struct oid *b)
+{
+	for (int i = 0; i < s->n && i < 4; i++)
+		if (!oid_cmp(&s->pairs[2 * i], a) && !oid_cmp(&s->pairs[2 * i + 1], b))
+			return 1;
+	return 0;
+}
+
+/*
+ * The ref names: replaced whole inside a batch, read back as stored, a
+ * row gone when its object is refused after all, all gone with the
+ * settings.
+ */
+TEST(ref_names)
+{
+	struct cache_object o[3];
+	struct oid pairs[6];
+	struct seen_names seen = { 0 };
+	struct cache *c;
+
+	scratch_begin();
+	c = open_ok(&hash_sha256, NULL);
+	if (!c)
+		goto out;
+	for (int i = 0; i < 3; i++) {
+		make_obj(&o[i], (uint64_t)i + 1);
+		pairs[2 * i] = o[i].sha256;
+		pairs[2 * i + 1] = o[i].sha1;
+	}
+	/* outside a batch, and with names of the wrong algorithm: refused */
+	CHECK_INT(cache_ref_names_set(c, pairs, 3), XL_EINVALID);
+	CHECK_INT(cache_begin(c), 0);
+	CHECK_INT(cache_ref_names_set(c, pairs + 1, 1), XL_EINVALID);
+	for (int i = 0; i < 3; i++)
+		CHECK_INT(cache_put(c, &o[i]), 0);
+	CHECK_INT(cache_ref_names_set(c, pairs, 3), 0);
+	CHECK_INT(cache_commit(c), 0);
+	CHECK_INT(cache_for_each_ref_name(c, note_name, &seen), 0);
+	CHECK_INT(seen.n, 3);
+	for (int i = 0; i < 3; i++)
+		CHECK(seen_pair(&seen, &pairs[2 * i], &pairs[2 * i + 1]));
+
+	/* replaced, not added to */
+	CHECK_INT(cache_begin(c), 0);
+	CHECK_INT(cache_ref_names_set(c, pairs, 2), 0);
+	CHECK_INT(cache_commit(c), 0);
+	memset(&seen, 0, sizeof(seen));
+	CHECK_INT(cache_for_each_ref_name(c, note_name, &seen), 0);
+	CHECK_INT(seen.n, 2);
+	CHECK(!seen_pair(&seen, &pairs[4], &pairs[5]));
+
+	/* a refusal after all (a collision) takes its row away */
+	o[0].sha1.algo = NULL;
+	o[0].size1 = 0;
+	o[0].reason = "shares its SHA-1 name";
+	CHECK_INT(cache_begin(c), 0);
+	CHECK_INT(cache_put(c, &o[0]), 0);
+	CHECK_INT(cache_commit(c), 0);
+	memset(&seen, 0, sizeof(seen));
+	CHECK_INT(cache_for_each_ref_name(c, note_name, &seen), 0);
+	CHECK_INT(seen.n, 1);
+	CHECK(seen_pair(&seen, &pairs[2], &pairs[3]));
+
+	/* and new settings (none were recorded) empty it */
+	CHECK_INT(cache_check_settings(c, "a"), 1);
+	CHECK_INT(sql_int(db_path, "SELECT count(*) FROM ref_names"), 0);
 	cache_close(c);
 out:
 	scratch_end();
@@ -1809,6 +1924,8 @@ const struct test tests[] = {
 	T(corrupt_foreign_application),
 	T(corrupt_future_version),
 	T(pack1_layouts),
+	T(ref_names),
+	T(migrate_from_version_3),
 	T(migrate_from_version_2),
 	T(migrate_from_version_1),
 	T(corrupt_other_format),
