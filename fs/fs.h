@@ -123,6 +123,7 @@ struct xfs;
 /* The current snapshot (made anew if older than XFS_REFS_MAX_AGE); put it back. */
 struct refsnap *refsnap_get(struct xfs *xfs);
 void refsnap_put(struct refsnap *snap);
+void refsnap_teardown(struct xfs *xfs);	/* the last snapshot, and the ref names */
 /* A symbolic ref file at `path`, or NULL. */
 const struct symref_file *refsnap_find(const struct refsnap_view *v,
 				       const char *path);
@@ -182,8 +183,15 @@ struct xfs {
 	pthread_cond_t snap_cond;	/* the first snapshot is ready */
 	struct refsnap *snap;
 	int snap_busy;
-	int ref_names_loaded;		/* touched only by the one thread that
-					   holds snap_busy (refsnap.c) */
+	/*
+	 * The ref names the last build recorded (refsnap.c), sorted pairs
+	 * of raw names; good while the memo is at ref_names_gen.  Touched
+	 * only by the one thread that holds snap_busy.
+	 */
+	unsigned char (*ref_names)[32 + 20];
+	size_t nr_ref_names, alloc_ref_names;
+	uint64_t ref_names_gen;
+	int ref_names_loaded;
 
 	pthread_mutex_t pack_lock;	/* guards packsnap, packs_seen */
 	struct packsnap *packsnap;

@@ -152,7 +152,7 @@ static int setup(struct xfs *xfs, struct options *o)
 static void teardown(struct xfs *xfs)
 {
 	xfs_pool_close(xfs);
-	refsnap_put(xfs->snap);
+	refsnap_teardown(xfs);
 	pack_teardown(xfs);
 	node_table_free(xfs->nodes);
 	xlate_memo_free(xfs->memo);
