@@ -1370,13 +1370,23 @@ static int refuse_dependents(struct build *b)
  * exactly as it stored it.  Objects it could not read were not stored,
  * so it does not know them either.
  */
+/* The table's entry for oid if the build stored it, named or refused. */
+static struct xmap_entry *settled(struct build *b, const struct oid *oid)
+{
+	struct xmap_entry *e = xmap_get(&b->map, oid);
+
+	if (!e || (e->state != XMAP_DONE && e->state != XMAP_BAD) ||
+	    (e->flags & XMAP_F_UNREADABLE))
+		return NULL;
+	return e;
+}
+
 static int names_get(void *data, const struct oid *oid, struct cache_object *co)
 {
 	struct build *b = data;
-	struct xmap_entry *e = xmap_get(&b->map, oid);
+	struct xmap_entry *e = settled(b, oid);
 
-	if (!e || e->state == XMAP_PENDING || e->state == XMAP_EMPTY ||
-	    (e->flags & XMAP_F_UNREADABLE))
+	if (!e)
 		return XL_ENOTFOUND;
 	memset(co, 0, sizeof(*co));
 	co->sha256 = *oid;
@@ -1405,9 +1415,7 @@ static int names_map(void *data, const struct oid *in, struct oid *out)
 		oid_from_raw(out, &hash_sha1, r->sha1);
 		return 0;
 	}
-	e = xmap_get(&b->map, in);
-	if (!e || e->state == XMAP_PENDING || e->state == XMAP_EMPTY ||
-	    (e->flags & XMAP_F_UNREADABLE))
+	if (!(e = settled(b, in)))
 		return XL_ENOTFOUND;
 	if (e->state == XMAP_BAD)
 		return err_set(XL_EUNSUPPORTED, "%s is untranslatable: %s",
