@@ -1501,6 +1501,7 @@ static int lay_out(struct build *b)
 
 struct ref_names {
 	struct build *b;
+	const struct xlate_names *names;	/* b's table */
 	struct oid *pairs;		/* sha256, sha1, sha256, sha1, ... */
 	size_t nr, alloc;		/* pairs */
 	int ret;
@@ -1513,9 +1514,7 @@ static int add_ref_name(struct ref_names *rn, const struct oid *oid)
 
 	if (rn->nr >= REF_NAMES_MAX || !oid->algo || oid_is_null(oid))
 		return 0;
-	ret = names_get(rn->b, oid, &co);
-	if (ret == XL_ENOTFOUND)
-		ret = cache_get(rn->b->cache, oid, &co);
+	ret = xlate_names_get(rn->names, rn->b->cache, oid, &co);
 	if (ret == XL_ENOTFOUND || (!ret && !co.sha1.algo))
 		return 0;	/* not ours, or untranslatable: nothing to spare */
 	if (ret)
@@ -1553,7 +1552,8 @@ static int cmp_pair(const void *a, const void *b)
  */
 static int remember_ref_names(struct build *b)
 {
-	struct ref_names rn = { .b = b };
+	struct xlate_names names = { names_get, names_map, names_form, b };
+	struct ref_names rn = { .b = b, .names = &names };
 	size_t n = 0;
 	int ret;
 

@@ -668,11 +668,7 @@ static int plan_entries(const struct pack1_ctx *c,
 			if (!oid_cmp(&prev, &name))
 				continue;
 		}
-		ret = XL_ENOTFOUND;
-		if (c->names)
-			ret = c->names->get(c->names->data, &name, &co);
-		if (ret == XL_ENOTFOUND)
-			ret = cache_get(c->cache, &name, &co);
+		ret = xlate_names_get(c->names, c->cache, &name, &co);
 		if (ret == XL_ENOTFOUND || (!ret && !co.sha1.algo))
 			continue;
 		if (ret)

@@ -16,16 +16,14 @@ struct cache_map {
 	uint64_t generation;	/* of the memo, before the cache was asked */
 };
 
-/* What the caller's table, or else the cache, knows of `in`. */
-static int known(struct cache_map *m, const struct oid *in,
-		 struct cache_object *co)
+int xlate_names_get(const struct xlate_names *names, struct cache *cache,
+		    const struct oid *sha256, struct cache_object *out)
 {
 	int ret;
 
-	if (m->names && (ret = m->names->get(m->names->data, in, co)) !=
-			XL_ENOTFOUND)
+	if (names && (ret = names->get(names->data, sha256, out)) != XL_ENOTFOUND)
 		return ret;
-	return cache_get(m->cache, in, co);
+	return cache_get(cache, sha256, out);
 }
 
 static int map_by_cache(void *data, const struct oid *in, struct oid *out)
@@ -69,7 +67,7 @@ static int map_gitlink_by_cache(void *data, const struct oid *in,
 	struct cache_map *m = data;
 	struct cache_object co;
 	char hex[OID_HEXSZ_MAX + 1];
-	int ret = known(m, in, &co);
+	int ret = xlate_names_get(m->names, m->cache, in, &co);
 
 	if (ret != XL_ENOTFOUND)
 		return map_by_cache(data, in, out);
@@ -97,7 +95,7 @@ int xlate_sha1_form(struct repo *repo, struct cache *cache,
 	int ret;
 
 	buf_reset(out);
-	ret = known(&m, sha256, &co);
+	ret = xlate_names_get(names, cache, sha256, &co);
 	if (!ret && !co.sha1.algo)
 		return err_set(XL_EUNSUPPORTED, "%s is untranslatable: %s",
 			       oid_to_hex_r(hex, sha256), co.reason);

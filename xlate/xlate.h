@@ -130,6 +130,9 @@ struct xlate_names {
 	int (*form)(void *data, const struct oid *sha256, struct buf *out);
 	void *data;
 };
+/* What `names` (may be NULL), or else the cache, says of sha256. */
+int xlate_names_get(const struct xlate_names *names, struct cache *cache,
+		    const struct oid *sha256, struct cache_object *out);
 
 struct xlate_build_opts {
 	enum xlate_unknown unknown_headers;
