@@ -46,6 +46,39 @@ for v in sha256 sha256-packed sha256-loose sha256-mixed sha256-idx1; do
 	expect "$v: verify" "$XL" -C "$R" verify
 done
 
+# The walk and the layout run on many threads: the cache must not depend
+# on how many, or on how the threads met (rows in their table's order).
+if command -v sqlite3 >/dev/null 2>&1; then
+	dump_cache() {
+		for t in objects packs gitlinks packs1 pack1_entries pack1_idx ref_names; do
+			echo "== $t"
+			sqlite3 -readonly "$1" "SELECT * FROM $t" | sort
+		done
+	}
+	for v in sha256-mixed sha256-packed; do
+		R=$TW/$v.git
+		for n in 1 2 5; do
+			"$XL" -C "$R" --cache "$TRASH/threads-$n.sqlite" build --threads $n &&
+				dump_cache "$TRASH/threads-$n.sqlite" >"$TRASH/threads-$n.dump" ||
+				echo "build --threads $n failed" >"$TRASH/threads-$n.dump"
+			rm -f "$TRASH/threads-$n.sqlite"*
+		done
+		grep -q '^== pack1_idx' "$TRASH/threads-1.dump" &&
+			[ "$(grep -c . "$TRASH/threads-1.dump")" -gt 100 ] ||
+			not_ok "$v: build --threads 1 makes a cache (got: $(head -1 "$TRASH/threads-1.dump"))"
+		same_file "$v: build --threads 2 stores what --threads 1 does" \
+			"$TRASH/threads-1.dump" "$TRASH/threads-2.dump"
+		same_file "$v: build --threads 5 stores what --threads 1 does" \
+			"$TRASH/threads-1.dump" "$TRASH/threads-5.dump"
+	done
+else
+	missing_tool "build --threads N stores what --threads 1 does" "no sqlite3"
+fi
+"$XL" -C "$TW/sha256-packed.git" --cache "$TRASH/t0.sqlite" build --threads 0 2>"$TRASH/err"
+rc=$?
+[ $rc -eq 2 ] && grep -q 'from 1 to 64' "$TRASH/err" && ok "build --threads 0 is a usage error" ||
+	not_ok "build --threads 0 is a usage error (exit $rc)"
+
 # the ref names a fresh mount reads first: every ref's object and peeled
 # tag, each once, with the twin's name for it
 R=$TW/sha256-packed.git

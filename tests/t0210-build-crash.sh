@@ -28,9 +28,9 @@ rows() {
 # Kill -9 a build once a fifth, half and four fifths of the objects are
 # committed, so that the kill lands mid-build: after some batches and
 # before the last.  A build commits a batch a second (BATCH_SECONDS), and
-# this one takes well under a second, so it is slowed down: run for 2 ms,
-# stopped for 150 ms, and so on, which makes each batch a small part of
-# the whole.  The kill may land anywhere, a commit included.  Counting
+# this one takes well under a second on all processors, so it is slowed
+# down: run for 1 ms, stopped for 300 ms, and so on, which makes each
+# batch a small part of the whole.  The kill may land anywhere, a commit included.  Counting
 # committed rows needs sqlite3.
 if ! command -v sqlite3 >/dev/null 2>&1; then
 	missing_tool "kill -9 mid-build, then rebuild" "no sqlite3 to see how far a build got"
@@ -44,9 +44,9 @@ else
 		# (a zombie takes SIGCONT too: the count ends the loop)
 		while [ $i -lt 2000 ] && kill -CONT $pid 2>/dev/null; do
 			i=$((i + 1))
-			sleep 0.002
+			sleep 0.001
 			kill -STOP $pid 2>/dev/null
-			sleep 0.15
+			sleep 0.3
 			got=$(rows "$TRASH/c.sqlite")
 			[ "$got" != "?" ] && [ "$got" -ge $((n * part / 100)) ] && break
 		done

@@ -15,6 +15,9 @@
 #   - the build's object count counts an object in two packs once
 #   - the cache's size1 is checked when a SHA-1 form is made; a report
 #     of a gitlink without a SHA-1 name; a hex branch name
+#   - trees that refer to each other (only a corrupt repository can: a
+#     name is a hash) are refused, with what needs them, and the build
+#     ends, on one thread and on several
 
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -300,5 +303,51 @@ else
 	missing_tool "a SHA-1 form whose size is not the cache's is refused" "no sqlite3"
 	missing_tool "report: a gitlink without a SHA-1 name" "no sqlite3"
 fi
+
+# ---- 8. a reference cycle --------------------------------------------
+# Two loose trees stored under names that are not their hashes, each
+# naming the other as a subdirectory, and a third naming itself; a real
+# tree holds all three, a commit holds that tree.
+C=$TRASH/cycle
+git init -q --bare --object-format=sha256 "$C"
+python3 - "$C" <<'PY'
+import hashlib, os, sys, zlib
+repo = sys.argv[1]
+name = lambda s: hashlib.sha256(s.encode()).digest()
+a, b, c = name("cycle a"), name("cycle b"), name("cycle self")
+def put(oid, entries):
+    body = b"".join(b"40000 " + n + b"\0" + o for n, o in entries)
+    hx = oid.hex()
+    os.makedirs(f"{repo}/objects/{hx[:2]}", exist_ok=True)
+    with open(f"{repo}/objects/{hx[:2]}/{hx[2:]}", "wb") as f:
+        f.write(zlib.compress(b"tree %d\0" % len(body) + body))
+put(a, [(b"b", b)])
+put(b, [(b"a", a)])
+put(c, [(b"again", c)])
+PY
+read -r ca cb cc < <(python3 -c 'import hashlib
+print(*(hashlib.sha256(s.encode()).hexdigest() for s in ("cycle a", "cycle b", "cycle self")))')
+blob=$(echo fine | git -C "$C" hash-object -w --stdin)
+top=$(printf '040000 tree %s\tloop\n040000 tree %s\tself\n100644 blob %s\tfine\n' "$ca" "$cc" "$blob" |
+	git -C "$C" mktree --missing)
+cmt=$(echo cycle | git -C "$C" commit-tree "$top")
+git -C "$C" update-ref refs/heads/main "$cmt"
+for n in 1 4; do
+	rm -f "$C/xlatefs-cache.sqlite"*
+	timeout 60 "$XL" -C "$C" build --threads $n >"$TRASH/out" 2>"$TRASH/err"
+	rc=$?
+	"$XL" -C "$C" report >"$TRASH/report" 2>&1
+	bad=0
+	for o in "$ca" "$cb" "$cc"; do
+		grep -q "$o tree: .*reference cycle" "$TRASH/report" || bad=1
+	done
+	for o in "$top" "$cmt"; do
+		grep -q "$o" "$TRASH/report" || bad=1
+	done
+	got=$("$XL" -C "$C" map "$blob" 2>/dev/null)
+	[ $rc -eq 0 ] && [ $bad = 0 ] && is_sha1 "$got" &&
+		ok "a reference cycle is refused with what needs it (--threads $n)" ||
+		{ not_ok "a reference cycle is refused with what needs it (--threads $n: exit $rc)"; sed 's/^/# /' "$TRASH/err" "$TRASH/report"; }
+done
 
 test_done

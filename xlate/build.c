@@ -69,6 +69,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <sys/mman.h>
 #include <sys/statvfs.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,7 +85,6 @@
 #define BATCH_SECONDS 1.0
 #define BATCH_OBJECTS 250000
 #define STREAM_MIN ((size_t)32 << 20)	/* hash blobs this big piecewise */
-#define XMAP_VISITING 0x80	/* state flag: on the walk's stack */
 
 struct pack_mark {
 	char checksum[OID_HEXSZ_MAX + 1];
@@ -254,11 +254,41 @@ static void writer_stop(struct writer *w)
  */
 #define SPILL_MAX ((uint64_t)4 << 30)
 
+/*
+ * Walkers on every thread put forms (under b->lock, which places them);
+ * a full buffer is written out by the walker that filled it, after it
+ * lets go of the lock, at the place kept for it (pwrite), so that no
+ * walker waits on another's write.
+ */
 struct spill {
-	int fd;				/* -1: none (unwanted, or failed) */
-	uint64_t len;			/* bytes written */
+	int fd;				/* -1: none (unwanted) */
+	atomic_int failed;		/* a write failed: read nothing back */
+	uint64_t len;			/* bytes placed */
 	uint64_t max;			/* bytes it may take */
-	struct buf pending;		/* appended, not yet written */
+	struct buf pending;		/* placed, not yet written ... */
+	uint64_t pending_at;		/* ... from here on in the file */
+	struct buf spare;		/* a written buffer, to fill again
+					   (fresh memory costs page faults) */
+	const char *map;		/* the file, mapped for the layout */
+	size_t map_len;
+};
+
+/* A buffer of forms to write at `at`, taken out of the spill's hands. */
+struct spill_out {
+	struct buf data;
+	uint64_t at;
+};
+
+/*
+ * The SHA-1 names this build has given out, for the collision check:
+ * an open-addressing table of entries of b->map (1 + index; 0: empty),
+ * keyed by the SHA-1 name each of them holds.  Four bytes a name, where
+ * a table entry of its own would take a hundred.  Load stays at or
+ * under one half.
+ */
+struct claims {
+	uint32_t *slot;
+	size_t cap, nr;
 };
 
 struct build {
@@ -268,25 +298,35 @@ struct build {
 	const struct xlate_build_opts *opts;
 	struct xlate_build_stats *stats;
 	struct xmap map;		/* every name this build knows */
-	struct xmap by_sha1;		/* new SHA-1 names -> index in map (collisions) */
+	struct claims claims;		/* guarded by names_lock: SHA-1 names
+					   given out (collisions) */
 	struct xmap submodules;		/* the submodule map: for gitlinks only */
 	struct oid *todo;		/* new objects, in name order */
 	size_t nr, alloc;
 	struct pack_mark *packs;	/* packs to mark finished at the end */
 	size_t nr_packs, alloc_packs;
 	int cache_empty;		/* no lookups needed when nothing is stored */
-	int collided;			/* a named object was refused afterwards */
-	struct oid blocked;		/* see build_map() */
-	int has_blocked;
-	struct recent *recent;		/* see build_map() */
-	int map_failed, map_retry;	/* see build_map() */
-	struct oid map_bad;		/* the reference that failed */
-	int fatal;			/* a cache error met inside a mapping */
-	size_t nr_unreadable;		/* entries marked XMAP_F_UNREADABLE */
-	size_t in_batch;
-	double batch_start;		/* when the open transaction began */
+	int collided;			/* guarded by names_lock: a named
+					   object was refused afterwards */
+	atomic_size_t nr_unreadable;	/* entries marked XMAP_F_UNREADABLE */
+	/*
+	 * While the walkers run (walking), b->map takes no new entries, so
+	 * that they may read it without a lock; names the cache had that
+	 * they look up go to `old` instead, and join b->map afterwards.
+	 */
+	int walking;
+	struct xmap old;		/* guarded by old_lock */
+	pthread_mutex_t old_lock;
+	pthread_mutex_t names_lock;	/* claims: giving out SHA-1 names */
+	pthread_mutex_t lock;		/* the rows: the counts in stats, the
+					   batch, the spill file, the order
+					   in which rows reach the writer */
+	size_t in_batch;		/* guarded by lock */
+	double batch_start;		/* guarded by lock: when the open
+					   transaction began */
 	struct writer writer;		/* puts results into the cache */
-	struct spill spill;		/* SHA-1 forms, for the layout */
+	struct spill spill;		/* guarded by lock: SHA-1 forms, for
+					   the layout */
 	atomic_uint_fast64_t done;
 	uint64_t total;
 };
@@ -326,22 +366,39 @@ static void skip_unreadable(struct build *b, const struct oid *oid,
 			 oid_to_hex_r(hex, oid), e->reason ? e->reason : "");
 }
 
-static int store(struct build *b, const struct oid *oid)
+static void spill_put(struct spill *sp, struct xmap_entry *e,
+		      const struct buf *form, struct spill_out *out);
+static void spill_write(struct spill *sp, struct spill_out *out);
+static void spill_return(struct spill *sp, struct buf *data);
+
+/*
+ * Queue the row of oid (its table entry e) for the cache: named if
+ * state is XMAP_DONE, refused if XMAP_BAD.  A named object's SHA-1 form
+ * (form, may be NULL) goes to the spill file.  The caller publishes e's
+ * state only afterwards, so that no row reaches the cache before the
+ * rows of what it refers to.  Any thread may call it.
+ */
+static int store_row(struct build *b, const struct oid *oid,
+		     struct xmap_entry *e, uint8_t state, const struct buf *form)
 {
-	struct xmap_entry *e = xmap_get(&b->map, oid);
 	struct cache_object co = { 0 };
+	struct spill_out spilled = { BUF_INIT, 0 };
 	int ret;
 
-	if (e->state == XMAP_BAD && (e->flags & XMAP_F_UNREADABLE)) {
+	pthread_mutex_lock(&b->lock);
+	if (state == XMAP_BAD && (e->flags & XMAP_F_UNREADABLE)) {
 		skip_unreadable(b, oid, e);
+		pthread_mutex_unlock(&b->lock);
 		return 0;
 	}
 	co.sha256 = *oid;
 	co.type = (enum obj_type)e->type;
 	co.size256 = e->size256;
-	if (e->state == XMAP_DONE) {
+	if (state == XMAP_DONE) {
 		oid_from_raw(&co.sha1, &hash_sha1, e->sha1);
 		co.size1 = e->size1;
+		if (form)
+			spill_put(&b->spill, e, form, &spilled);
 	} else {
 		co.reason = e->reason;
 		co.retry = !!(e->flags & XMAP_F_RETRY);
@@ -351,11 +408,13 @@ static int store(struct build *b, const struct oid *oid)
 	}
 	b->stats->new_objects++;
 	if ((ret = writer_push(&b->writer, &co)))
-		return ret;
+		goto out;
 	if (!(b->stats->new_objects & 1023)) {
 		progress(b);	/* the callback limits how often it draws */
-		if (b->opts->cancel && atomic_load(b->opts->cancel))
-			return err_set(XL_EIO, "build stopped");
+		if (b->opts->cancel && atomic_load(b->opts->cancel)) {
+			ret = err_set(XL_EIO, "build stopped");
+			goto out;
+		}
 	}
 	/* the clock is read every 256 objects, not every time */
 	if (++b->in_batch >= BATCH_OBJECTS ||
@@ -363,22 +422,42 @@ static int store(struct build *b, const struct oid *oid)
 		struct cache_object commit_point = { 0 };
 
 		if ((ret = writer_push(&b->writer, &commit_point)))
-			return ret;
+			goto out;
 		b->in_batch = 0;
 		b->batch_start = seconds();
 		progress(b);
 	}
-	return 0;
+out:
+	pthread_mutex_unlock(&b->lock);
+	if (spilled.data.len) {
+		spill_write(&b->spill, &spilled);
+		pthread_mutex_lock(&b->lock);
+		spill_return(&b->spill, &spilled.data);
+		pthread_mutex_unlock(&b->lock);
+	}
+	return ret;
+}
+
+/* The row of an entry of b->map that is settled already. */
+static int store(struct build *b, const struct oid *oid)
+{
+	struct xmap_entry *e = xmap_get(&b->map, oid);
+
+	return store_row(b, oid, e, xmap_state(e), NULL);
 }
 
 /* ---- the spill file ------------------------------------------------- */
 
 static void spill_close(struct spill *sp)
 {
+	if (sp->map)
+		munmap((void *)sp->map, sp->map_len);
+	sp->map = NULL;
 	if (sp->fd >= 0)
 		close(sp->fd);
 	sp->fd = -1;
 	buf_release(&sp->pending);
+	buf_release(&sp->spare);
 }
 
 /* An unlinked file in the cache's directory (so on its file system). */
@@ -387,8 +466,10 @@ static void spill_open(struct spill *sp, const char *cache_path)
 	char *dir = strdup(cache_path), *slash;
 
 	sp->fd = -1;
-	sp->len = 0;
+	sp->len = sp->pending_at = 0;
+	atomic_init(&sp->failed, 0);
 	buf_init(&sp->pending);
+	buf_init(&sp->spare);
 	if (!dir)
 		return;
 	slash = strrchr(dir, '/');
@@ -417,50 +498,101 @@ static void spill_open(struct spill *sp, const char *cache_path)
 	free(dir);
 }
 
-static int spill_flush(struct spill *sp)
+/*
+ * Write out a buffer that spill_put() handed over; any thread.  It is
+ * left in out->data, emptied, to be given back with spill_put().
+ */
+static void spill_write(struct spill *sp, struct spill_out *out)
 {
-	const char *p = sp->pending.buf;
-	size_t left = sp->pending.len;
+	const char *p = out->data.buf;
+	size_t left = out->data.len;
+	uint64_t at = out->at;
 
-	while (left) {
-		ssize_t n = write(sp->fd, p, left);
+	while (left && !atomic_load(&sp->failed)) {
+		ssize_t n = pwrite(sp->fd, p, left, (off_t)at);
 
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
-			spill_close(sp);
-			return -1;
+			atomic_store(&sp->failed, 1);
+			break;
 		}
 		p += n;
+		at += (uint64_t)n;
 		left -= (size_t)n;
 	}
-	buf_reset(&sp->pending);
-	return 0;
+	buf_reset(&out->data);
 }
 
-/* Keep e's SHA-1 form; e->spill says where. */
+/*
+ * Place e's SHA-1 form (under b->lock); e->spill says where.  When the
+ * buffer is full, it is handed over in *out, for spill_write() once the
+ * lock is let go of.
+ */
 static void spill_put(struct spill *sp, struct xmap_entry *e,
-		      const struct buf *form)
+		      const struct buf *form, struct spill_out *out)
 {
-	if (sp->fd < 0 || form->len > sp->max - sp->len)
+	if (sp->fd < 0 || atomic_load(&sp->failed) ||
+	    form->len > sp->max - sp->len)
 		return;
 	if (buf_add(&sp->pending, form->buf, form->len)) {
-		spill_close(sp);
+		atomic_store(&sp->failed, 1);
 		return;
 	}
 	e->spill = sp->len + 1;
 	sp->len += form->len;
-	if (sp->pending.len >= SPILL_FLUSH)
-		spill_flush(sp);
+	if (sp->pending.len >= SPILL_FLUSH) {
+		out->data = sp->pending;
+		out->at = sp->pending_at;
+		sp->pending = sp->spare;
+		buf_init(&sp->spare);
+		sp->pending_at = sp->len;
+	}
+}
+
+/* Take back a buffer spill_write() is done with (under b->lock). */
+static void spill_return(struct spill *sp, struct buf *data)
+{
+	if (!sp->spare.alloc) {
+		sp->spare = *data;
+		buf_init(data);
+	}
+	buf_release(data);
+}
+
+/*
+ * Write what is still buffered, once nobody puts forms any more, and
+ * map the file for reading: the layout reads a form or two for every
+ * tree, and a system call each costs more than the copy (the map may
+ * fail; then pread() does).
+ */
+static void spill_finish(struct spill *sp)
+{
+	struct spill_out out = { sp->pending, sp->pending_at };
+	void *map;
+
+	if (sp->fd < 0)
+		return;
+	buf_init(&sp->pending);
+	sp->pending_at = sp->len;
+	spill_write(sp, &out);
+	spill_return(sp, &out.data);
+	if (atomic_load(&sp->failed) || !sp->len || sp->len > SIZE_MAX)
+		return;
+	map = mmap(NULL, (size_t)sp->len, PROT_READ, MAP_SHARED, sp->fd, 0);
+	if (map == MAP_FAILED)
+		return;
+	sp->map = map;
+	sp->map_len = (size_t)sp->len;
 }
 
 /* ---- names already known -------------------------------------------- */
 
 /* Copy what the cache says of an object into the table. */
-static struct xmap_entry *remember(struct build *b,
+static struct xmap_entry *remember(struct xmap *m,
 				   const struct cache_object *co)
 {
-	struct xmap_entry *e = xmap_add(&b->map, &co->sha256);
+	struct xmap_entry *e = xmap_add(m, &co->sha256);
 
 	if (!e)
 		return NULL;
@@ -481,26 +613,46 @@ static struct xmap_entry *remember(struct build *b,
 
 /*
  * The table's entry for oid into *out, asking the cache on a miss; NULL
- * if unknown.  Returns 0 or an error: a cache that cannot answer must
- * not pass for "no such object" (that would refuse good objects).
+ * if unknown.  While the walkers run, a name the cache had is kept in
+ * b->old, and *out then points to a copy of it in *copy (entries of
+ * b->old move as it grows).  Returns 0 or an error: a cache that cannot
+ * answer must not pass for "no such object" (that would refuse good
+ * objects).
  */
 static int lookup(struct build *b, const struct oid *oid,
-		  struct xmap_entry **out)
+		  struct xmap_entry *copy, struct xmap_entry **out)
 {
 	struct cache_object co;
+	struct xmap_entry *e;
 	int ret;
 
 	*out = xmap_get(&b->map, oid);
 	if (*out || b->cache_empty)
 		return 0;
+	if (b->walking) {
+		pthread_mutex_lock(&b->old_lock);
+		if ((e = xmap_get(&b->old, oid))) {
+			*copy = *e;
+			*out = copy;
+		}
+		pthread_mutex_unlock(&b->old_lock);
+		if (e)
+			return 0;
+	}
 	ret = cache_get(b->cache, oid, &co);
 	if (ret == XL_ENOTFOUND)
 		return 0;
 	if (ret)
 		return ret;
-	if (!(*out = remember(b, &co)))
-		return XL_ENOMEM;
-	return 0;
+	if (!b->walking)
+		return (*out = remember(&b->map, &co)) ? 0 : XL_ENOMEM;
+	pthread_mutex_lock(&b->old_lock);
+	if ((e = remember(&b->old, &co))) {
+		*copy = *e;
+		*out = copy;
+	}
+	pthread_mutex_unlock(&b->old_lock);
+	return e ? 0 : XL_ENOMEM;
 }
 
 /*
@@ -518,37 +670,59 @@ struct recent {
 };
 
 /*
+ * One thread of the walk (see "the rest, on every core" below), with
+ * what the converter's mapping met during its last conversion.
+ */
+struct sched;
+
+struct walker {
+	struct build *b;
+	struct sched *s;
+	struct recent *recent;		/* see build_map() */
+	struct buf content, conv;
+	uint32_t *deps;			/* collect_dep(): entries to wait on */
+	size_t ndeps, alloc_deps;
+	int has_gitlink;		/* collect_dep(): a tree with 160000 entries */
+	struct oid blocked;		/* see build_map() */
+	int has_blocked;
+	int map_failed, map_retry;	/* a reference failed, for now only */
+	struct oid map_bad;		/* the reference that failed */
+	int fatal;			/* a cache error met inside a mapping */
+};
+
+/*
  * The mapping the converter uses: names of what an object refers to.
  * A reference to an object of this build not yet named (a tree behind a
- * file mode, in an odd repository) is noted in b->blocked, so that the
+ * file mode, in an odd repository) is noted in w->blocked, so that the
  * walk can name it first and convert again.
  */
 static int build_map(void *data, const struct oid *in, struct oid *out)
 {
-	struct build *b = data;
-	struct recent *r = b->recent ?
-		&b->recent[(in->hash[0] | in->hash[1] << 8) & (RECENT_SLOTS - 1)] : NULL;
-	struct xmap_entry *e;
-
+	struct walker *w = data;
+	struct recent *r = w->recent ?
+		&w->recent[(in->hash[0] | in->hash[1] << 8) & (RECENT_SLOTS - 1)] : NULL;
+	struct xmap_entry *e, copy;
 	char hex[OID_HEXSZ_MAX + 1];
+	uint8_t state;
 	int ret;
 
 	if (r && !memcmp(r->key, in->hash, 32)) {
 		oid_from_raw(out, &hash_sha1, r->sha1);
 		return 0;
 	}
-	if ((ret = lookup(b, in, &e))) {
-		b->fatal = ret;
+	if ((ret = lookup(w->b, in, &copy, &e))) {
+		w->fatal = ret;
 		return ret;
 	}
 	if (!e) {
 		/* missing now; a fetch or an unshallow may bring it */
-		b->map_failed = b->map_retry = 1;
-		b->map_bad = *in;
+		w->map_failed = w->map_retry = 1;
+		w->map_bad = *in;
 		return err_set(XL_ENOTFOUND, "%s is not in the repository",
 			       oid_to_hex_r(hex, in));
 	}
-	if (e->state == XMAP_DONE) {
+	state = xmap_state(e);
+	if (state == XMAP_DONE) {
 		oid_from_raw(out, &hash_sha1, e->sha1);
 		if (r) {
 			memcpy(r->key, in->hash, 32);
@@ -556,14 +730,14 @@ static int build_map(void *data, const struct oid *in, struct oid *out)
 		}
 		return 0;
 	}
-	if (e->state == XMAP_PENDING && e->is_new && !b->has_blocked) {
-		b->blocked = *in;
-		b->has_blocked = 1;
+	if (state == XMAP_PENDING && !w->has_blocked) {
+		w->blocked = *in;
+		w->has_blocked = 1;
 	}
-	if (e->state == XMAP_BAD) {
-		b->map_failed = 1;
-		b->map_retry = !!(e->flags & XMAP_F_RETRY);
-		b->map_bad = *in;
+	if (state == XMAP_BAD) {
+		w->map_failed = 1;
+		w->map_retry = !!(e->flags & XMAP_F_RETRY);
+		w->map_bad = *in;
 	}
 	return XL_EUNSUPPORTED;
 }
@@ -576,13 +750,14 @@ static int build_map(void *data, const struct oid *in, struct oid *out)
  */
 static int build_map_gitlink(void *data, const struct oid *in, struct oid *out)
 {
-	struct build *b = data;
-	struct xmap_entry *e;
+	struct walker *w = data;
+	struct build *b = w->b;
+	struct xmap_entry *e, copy;
 	char hex[OID_HEXSZ_MAX + 1];
 	int ret;
 
-	if ((ret = lookup(b, in, &e))) {
-		b->fatal = ret;
+	if ((ret = lookup(b, in, &copy, &e))) {
+		w->fatal = ret;
 		return ret;
 	}
 	if (e)
@@ -591,9 +766,9 @@ static int build_map_gitlink(void *data, const struct oid *in, struct oid *out)
 		oid_from_raw(out, &hash_sha1, e->sha1);
 		return 0;
 	}
-	b->map_failed = 1;
-	b->map_retry = 0;
-	b->map_bad = *in;
+	w->map_failed = 1;
+	w->map_retry = 0;
+	w->map_bad = *in;
 	return err_set(XL_ENOTFOUND, "gitlink %s is not in the submodule map",
 		       oid_to_hex_r(hex, in));
 }
@@ -618,10 +793,10 @@ static int add_submodule_pair(void *data, const struct oid *o256,
 static int note_object(const struct oid *oid, void *data)
 {
 	struct build *b = data;
-	struct xmap_entry *e;
+	struct xmap_entry *e, copy;
 	int ret;
 
-	if ((ret = lookup(b, oid, &e)))
+	if ((ret = lookup(b, oid, &copy, &e)))
 		return ret;
 	if (e)
 		return 0;	/* stored already, or seen in another pack */
@@ -653,6 +828,12 @@ static int note_pack(const struct odb_pack_info *info, void *data)
 	memcpy(b->packs[b->nr_packs].checksum, info->checksum,
 	       sizeof(info->checksum));
 	b->packs[b->nr_packs++].objects = info->objects;
+	return 0;
+}
+
+static int count_packed(const struct odb_pack_info *info, void *data)
+{
+	*(size_t *)data += info->objects;
 	return 0;
 }
 
@@ -721,11 +902,11 @@ static void set_unreadable(struct build *b, struct xmap_entry *e, int ret)
 	char reason[1100];
 
 	snprintf(reason, sizeof(reason), "cannot read: %s", err_msg());
-	xmap_set_bad(e, reason);
 	e->flags |= XMAP_F_UNREADABLE | XMAP_F_RETRY;
 	/* a refusal for now whose object has left: leave its row alone */
 	if (ret == XL_ENOTFOUND && (e->flags & XMAP_F_RETRIED))
 		e->flags |= XMAP_F_GONE;
+	xmap_set_bad(e, reason);	/* published last: walkers read flags */
 	b->nr_unreadable++;
 }
 
@@ -892,7 +1073,7 @@ static int name_blobs(struct build *b)
 	 * Blobs claim their SHA-1 names like everything else.  All blobs
 	 * come before any tree, so no object has used a blob's name yet
 	 * when a collision refuses it.  The cost is one insert into the
-	 * by_sha1 table per blob (and, when the cache is not empty, one
+	 * claims table per blob (and, when the cache is not empty, one
 	 * lookup by SHA-1 name, as for every other new object).
 	 */
 	for (size_t i = 0; i < job.nr && !ret; i++) {
@@ -906,7 +1087,9 @@ static int name_blobs(struct build *b)
 			continue;
 		}
 		oid_from_raw(&sha1, &hash_sha1, e->sha1);
+		pthread_mutex_lock(&b->names_lock);
 		ret = check_collision(b, oid, &sha1);
+		pthread_mutex_unlock(&b->names_lock);
 		if (ret)	/* 1: refused and stored by check_collision */
 			ret = ret < 0 ? ret : 0;
 		else
@@ -916,33 +1099,212 @@ static int name_blobs(struct build *b)
 	return ret;
 }
 
-/* ---- the rest, depth first ------------------------------------------ */
+/* ---- the rest, on every core ---------------------------------------- */
 
-struct frame {
+/*
+ * Trees, commits and tags are named by walkers, one per thread, that
+ * share one schedule: Kahn's algorithm over a graph found as it is
+ * walked, so that nobody holds the whole graph.
+ *
+ *   open    read the object and list what it refers to that is new in
+ *           this build and not settled yet; it gets an edge from each of
+ *           those, and each of them not yet taken is queued to be
+ *           opened.  An object with nothing to wait for is ready.
+ *   close   everything it refers to is settled: convert, hash, claim
+ *           the SHA-1 name, queue the row, then publish the name and
+ *           wake what waits on it; what has nothing left to wait for is
+ *           ready.
+ *
+ * Both queues are stacks and ready work goes first, so the walk runs
+ * depth first like the one-thread walk it replaced: what is held at a
+ * time (trees read and waiting on their subtrees, edges) follows the
+ * depth of the trees and the number of walkers, not the size of the
+ * repository.  History is deep, so a commit waiting on its parent holds
+ * no content; it is read again when it closes.  Nothing recurses.
+ *
+ * A row is queued for the cache before its object is published as
+ * settled, so rows still reach the cache after the rows of everything
+ * they refer to: a mount that finds an object in the cache while a build
+ * runs finds its references named too.
+ *
+ * When nothing is queued and nobody works, objects still waiting can
+ * only be waiting on each other: a reference cycle, which only a corrupt
+ * repository has (names are hashes).  They are refused.
+ *
+ * Locks, always taken in this order: sched.lock (queues, nodes, edges),
+ * b->names_lock (SHA-1 names being claimed), b->old_lock (names the
+ * cache had), b->lock (rows), then the writer's and the cache's.  An
+ * entry of b->map is written only by the walker that holds its node
+ * (and, for a collision, under names_lock); its state is published last
+ * (xmap_publish) and read with xmap_state().
+ */
+enum node_phase {
+	NODE_NEW = 0,		/* not taken yet */
+	NODE_TAKEN,		/* a walker is opening it */
+	NODE_OPEN,		/* waiting, ready, or being closed */
+	NODE_CLOSED,		/* settled */
+};
+
+struct node {
+	uint32_t waiting;	/* references not settled yet */
+	uint32_t waiters;	/* 1 + the first edge of those waiting on it */
+	uint8_t phase;		/* enum node_phase */
+	uint8_t has_gitlink;
+	struct buf *content;	/* a tree's or tag's bytes, open to close */
+};
+
+struct edge {
+	uint32_t node;		/* the object that waits */
+	uint32_t next;		/* 1 + the next edge of the list; 0: none */
+};
+
+struct sched {
+	pthread_mutex_t lock;
+	pthread_cond_t more;		/* work queued, or the walk ended */
+	struct node *nodes;		/* one per entry of b->map */
+	struct edge *edges;
+	size_t nr_edges, alloc_edges;
+	uint32_t free_edges;		/* 1 + the first unused edge */
+	uint32_t *ready, *open;		/* stacks of entry indexes */
+	size_t nr_ready, alloc_ready, nr_open, alloc_open;
+	int busy;			/* walkers at work */
+	int ended;
+	int error;			/* the first error that stops the walk */
+	char errmsg[1024];		/* and its message (err_msg() is per thread) */
+};
+
+static uint32_t entry_index(const struct build *b, const struct xmap_entry *e)
+{
+	return (uint32_t)(e - b->map.entries);
+}
+
+static void entry_oid(const struct build *b, uint32_t i, struct oid *oid)
+{
+	oid_from_raw(oid, repo_algo(b->repo), b->map.entries[i].key);
+}
+
+/* Under s->lock. */
+static int push_ready(struct sched *s, uint32_t i)
+{
+	if (ARRAY_GROW(s->ready, s->nr_ready, s->alloc_ready, 1024))
+		return err_set(XL_ENOMEM, "out of memory");
+	s->ready[s->nr_ready++] = i;
+	pthread_cond_signal(&s->more);
+	return 0;
+}
+
+/* Under s->lock. */
+static int push_open(struct sched *s, uint32_t i)
+{
+	if (ARRAY_GROW(s->open, s->nr_open, s->alloc_open, 1024))
+		return err_set(XL_ENOMEM, "out of memory");
+	s->open[s->nr_open++] = i;
+	pthread_cond_signal(&s->more);
+	return 0;
+}
+
+/*
+ * Under s->lock: make i wait on j, unless j is settled, and see that j
+ * is opened.  j publishes its state before it takes the lock to wake
+ * its waiters, so either i sees it settled here or j wakes i.
+ */
+static int wait_on(struct build *b, struct sched *s, uint32_t i, uint32_t j)
+{
+	uint32_t k;
+
+	if (xmap_state(&b->map.entries[j]) != XMAP_PENDING)
+		return 0;
+	if ((k = s->free_edges)) {
+		s->free_edges = s->edges[k - 1].next;
+	} else {
+		if (s->nr_edges >= UINT32_MAX ||
+		    ARRAY_GROW(s->edges, s->nr_edges, s->alloc_edges, 1024))
+			return err_set(XL_ENOMEM, "out of memory");
+		k = (uint32_t)++s->nr_edges;
+	}
+	s->edges[k - 1].node = i;
+	s->edges[k - 1].next = s->nodes[j].waiters;
+	s->nodes[j].waiters = k;
+	s->nodes[i].waiting++;
+	return s->nodes[j].phase == NODE_NEW ? push_open(s, j) : 0;
+}
+
+/* Entry i is settled and published: wake what waits on it. */
+static int walk_settled(struct walker *w, uint32_t i)
+{
+	struct sched *s = w->s;
+	struct node *n = &s->nodes[i];
+	struct buf *content;
+	int ret = 0;
+
+	pthread_mutex_lock(&s->lock);
+	for (uint32_t k = n->waiters, next; k; k = next) {
+		struct edge *ed = &s->edges[k - 1];
+		struct node *m = &s->nodes[ed->node];
+
+		next = ed->next;
+		if (!--m->waiting && m->phase == NODE_OPEN && !ret)
+			ret = push_ready(s, ed->node);
+		ed->next = s->free_edges;
+		s->free_edges = k;
+	}
+	n->waiters = 0;
+	n->phase = NODE_CLOSED;
+	content = n->content;
+	n->content = NULL;
+	pthread_mutex_unlock(&s->lock);
+	if (content) {
+		buf_release(content);
+		free(content);
+	}
+	return ret;
+}
+
+/* Refuse entry i (its flags set already) for `why`, and wake its waiters. */
+static int walk_refuse(struct walker *w, uint32_t i, const char *why)
+{
+	struct build *b = w->b;
+	struct xmap_entry *e = &b->map.entries[i];
 	struct oid oid;
-	enum obj_type type;
-	struct buf content;		/* trees and tags; commits are re-read */
-	struct oid *deps;		/* new objects it needs named first */
-	size_t ndeps, next;
-	int has_gitlink;		/* a tree with 160000 entries */
-};
-
-struct deps_ctx {
-	struct build *b;
-	struct frame *f;
-	size_t alloc;
 	int ret;
-};
+
+	entry_oid(b, i, &oid);
+	xmap_set_bad(e, why);
+	atomic_fetch_add(&b->done, 1);
+	if ((ret = store_row(b, &oid, e, XMAP_BAD, NULL)))
+		return ret;
+	return walk_settled(w, i);
+}
+
+/*
+ * Entry i could not be read (ret from the read, err_msg() why): it is
+ * left for the next build, unless the error stops this one.
+ */
+static int walk_unreadable(struct walker *w, uint32_t i, int ret)
+{
+	struct build *b = w->b;
+	struct xmap_entry *e = &b->map.entries[i];
+	struct oid oid;
+
+	if (!is_unreadable(ret))
+		return ret;
+	entry_oid(b, i, &oid);
+	set_unreadable(b, e, ret);
+	atomic_fetch_add(&b->done, 1);
+	if ((ret = store_row(b, &oid, e, XMAP_BAD, NULL)))	/* counts it */
+		return ret;
+	return walk_settled(w, i);
+}
 
 static int collect_dep(void *data, enum xlate_ref_kind kind,
 		       const struct oid *oid, const char *name,
 		       size_t name_len)
 {
-	struct deps_ctx *d = data;
+	struct walker *w = data;
 	struct xmap_entry *e;
 
 	if (kind == XLATE_REF_GITLINK)
-		d->f->has_gitlink = 1;	/* and if it is ours and new, a dependency */
+		w->has_gitlink = 1;	/* and if it is ours and new, a dependency */
 	/*
 	 * Blobs are all named before this walk, so a file entry cannot hold
 	 * it up; skipping their lookup halves the walk's table traffic.  (A
@@ -951,43 +1313,57 @@ static int collect_dep(void *data, enum xlate_ref_kind kind,
 	 */
 	if (kind == XLATE_REF_TREE_ENTRY)
 		return 0;
-	e = xmap_get(&d->b->map, oid);
-
-	/* only objects of this build still to be named hold the walk up */
-	if (!e || !e->is_new || (e->state != XMAP_PENDING &&
-				 e->state != (XMAP_PENDING | XMAP_VISITING)))
+	/* named recently (a subtree the last commit had too): settled */
+	if (!memcmp(w->recent[(oid->hash[0] | oid->hash[1] << 8) &
+			      (RECENT_SLOTS - 1)].key, oid->hash, 32))
 		return 0;
-	if (ARRAY_GROW(d->f->deps, d->f->ndeps, d->alloc, 8))
+	e = xmap_get(&w->b->map, oid);
+	/* only objects of this build still to be named hold the walk up */
+	if (!e || xmap_state(e) != XMAP_PENDING)
+		return 0;
+	if (ARRAY_GROW(w->deps, w->ndeps, w->alloc_deps, 8))
 		return XL_ENOMEM;
-	d->f->deps[d->f->ndeps++] = *oid;
+	w->deps[w->ndeps++] = entry_index(w->b, e);
 	return 0;
 }
 
-static void frame_release(struct frame *f)
+/* Open entry i, which this walker has taken. */
+static int walk_open(struct walker *w, uint32_t i)
 {
-	buf_release(&f->content);
-	free(f->deps);
-	memset(f, 0, sizeof(*f));
-}
+	struct build *b = w->b;
+	struct sched *s = w->s;
+	struct node *n = &s->nodes[i];
+	struct oid oid;
+	enum obj_type type;
+	int ret;
 
-static int refuse(struct build *b, const struct oid *oid, const char *why)
-{
-	xmap_set_bad(xmap_get(&b->map, oid), why);
-	atomic_fetch_add(&b->done, 1);
-	return store(b, oid);
-}
-
-/*
- * The object could not be read (ret from the read, err_msg() why): it is
- * left for the next build, unless the error stops this one.
- */
-static int unreadable(struct build *b, const struct oid *oid, int ret)
-{
-	if (!is_unreadable(ret))
+	entry_oid(b, i, &oid);
+	if ((ret = odb_read(b->odb, &oid, &type, &w->content)))
+		return walk_unreadable(w, i, ret);
+	w->ndeps = 0;
+	w->has_gitlink = 0;
+	ret = xlate_refs(repo_algo(b->repo), type, w->content.buf,
+			 w->content.len, collect_dep, w);
+	if (ret == XL_ECORRUPT)
+		return walk_refuse(w, i, err_msg());
+	if (ret)
 		return ret;
-	set_unreadable(b, xmap_get(&b->map, oid), ret);
-	atomic_fetch_add(&b->done, 1);
-	return store(b, oid);	/* counts it; stores nothing */
+	n->has_gitlink = (uint8_t)w->has_gitlink;
+	if (type != OBJ_COMMIT) {
+		/* history is deep: a commit is read again when it closes */
+		if (!(n->content = malloc(sizeof(*n->content))))
+			return err_set(XL_ENOMEM, "out of memory");
+		*n->content = w->content;
+		buf_init(&w->content);
+	}
+	pthread_mutex_lock(&s->lock);
+	n->phase = NODE_OPEN;
+	for (size_t d = 0; d < w->ndeps && !ret; d++)
+		ret = wait_on(b, s, i, w->deps[d]);
+	if (!ret && !n->waiting)
+		ret = push_ready(s, i);
+	pthread_mutex_unlock(&s->lock);
+	return ret;
 }
 
 /*
@@ -998,57 +1374,65 @@ static int unreadable(struct build *b, const struct oid *oid, int ret)
 static int find_permanent(void *data, enum xlate_ref_kind kind,
 			  const struct oid *oid, const char *name, size_t len)
 {
-	struct build *b = data;
-	struct xmap_entry *e;
+	struct walker *w = data;
+	struct xmap_entry *e, copy;
 
-	if (lookup(b, oid, &e))
+	if (lookup(w->b, oid, &copy, &e))
 		return 0;	/* no answer: stay with "for now" */
 	if (!e) {
 		/* missing; for a gitlink, the map decides, and for good */
 		return kind == XLATE_REF_GITLINK &&
-		       !xmap_get(&b->submodules, oid) &&
+		       !xmap_get(&w->b->submodules, oid) &&
 		       !xlate_builtin(oid, &hash_sha1, &(struct oid){ 0 });
 	}
-	return e->state == XMAP_BAD && !(e->flags & XMAP_F_RETRY);
+	return xmap_state(e) == XMAP_BAD && !(e->flags & XMAP_F_RETRY);
 }
 
-/*
- * Start on oid: read it, list the new objects it refers to.  Returns 1
- * if a frame was made, 0 if the object was settled at once (refused),
- * or an error.
- */
-static int frame_open(struct build *b, const struct oid *oid, struct frame *f)
+static int claims_init(struct claims *c, size_t hint)
 {
-	struct xmap_entry *e = xmap_get(&b->map, oid);
-	struct deps_ctx d = { b, f, 0, 0 };
-	enum obj_type type;
-	int ret;
+	free(c->slot);
+	c->nr = 0;
+	c->cap = 1024;
+	while (c->cap < 2 * hint)
+		c->cap *= 2;
+	c->slot = calloc(c->cap, sizeof(*c->slot));
+	return c->slot ? 0 : err_set(XL_ENOMEM, "out of memory");
+}
 
-	memset(f, 0, sizeof(*f));
-	f->oid = *oid;
-	f->type = (enum obj_type)e->type;
-	buf_init(&f->content);
-	if ((ret = odb_read(b->odb, oid, &type, &f->content))) {
-		frame_release(f);
-		return unreadable(b, oid, ret);
-	}
-	ret = xlate_refs(repo_algo(b->repo), type, f->content.buf,
-			 f->content.len, collect_dep, &d);
-	if (ret) {
-		char reason[1100];
+/* The slot of the entry that claimed sha1, or the empty one where it would go. */
+static uint32_t *claims_find(const struct claims *c, const struct xmap *map,
+			     const unsigned char *sha1)
+{
+	uint64_t h;
+	size_t i;
 
-		if (ret != XL_ECORRUPT) {
-			frame_release(f);
-			return ret;
-		}
-		snprintf(reason, sizeof(reason), "%s", err_msg());
-		frame_release(f);
-		return refuse(b, oid, reason);
+	memcpy(&h, sha1, sizeof(h));
+	for (i = (size_t)h & (c->cap - 1);; i = (i + 1) & (c->cap - 1))
+		if (!c->slot[i] ||
+		    !memcmp(map->entries[c->slot[i] - 1].sha1, sha1, 20))
+			return &c->slot[i];
+}
+
+/* Entry `idx`, whose sha1 is set, claims its name (not claimed yet). */
+static int claims_add(struct claims *c, const struct xmap *map, uint32_t idx)
+{
+	if (2 * (c->nr + 1) > c->cap) {
+		struct claims bigger = { 0 };
+
+		if (claims_init(&bigger, c->nr + 1))
+			return XL_ENOMEM;
+		for (size_t i = 0; i < c->cap; i++)
+			if (c->slot[i])
+				*claims_find(&bigger, map,
+					     map->entries[c->slot[i] - 1].sha1) =
+					c->slot[i];
+		bigger.nr = c->nr;
+		free(c->slot);
+		*c = bigger;
 	}
-	if (type == OBJ_COMMIT)
-		buf_release(&f->content);	/* history is deep: read it again later */
-	xmap_get(&b->map, oid)->state |= XMAP_VISITING;
-	return 1;
+	*claims_find(c, map, map->entries[idx].sha1) = idx + 1;
+	c->nr++;
+	return 0;
 }
 
 /*
@@ -1056,26 +1440,26 @@ static int frame_open(struct build *b, const struct oid *oid, struct frame *f)
  * to another object (of this build, or named earlier and in the cache),
  * refuse this one and the other, and return 1; else claim the name and
  * return 0.  Objects that already used the other one's name are
- * refused afterwards by refuse_dependents().
+ * refused afterwards by refuse_dependents().  The caller holds
+ * names_lock, and publishes the name after storing it.
  */
 static int check_collision(struct build *b, const struct oid *oid,
 			   const struct oid *sha1)
 {
-	struct oid key = { .algo = &hash_sha256 }, owner;
-	struct xmap_entry *k, *o;
+	struct oid owner;
+	struct xmap_entry *o, copy, *self = xmap_get(&b->map, oid);
 	char why[300], hex[OID_HEXSZ_MAX + 1], hex1[OID_HEXSZ_MAX + 1];
 	struct cache_object co;
+	uint32_t k = *claims_find(&b->claims, &b->map, sha1->hash);
 	int ret;
 
-	memcpy(key.hash, sha1->hash, 20);
-	k = xmap_get(&b->by_sha1, &key);
 	if (!k && !b->cache_empty) {
 		ret = cache_get_by_sha1(b->cache, sha1, &co);
 		if (ret && ret != XL_ENOTFOUND)
 			return ret;	/* no answer is not "no owner" */
 		if (!ret && oid_cmp(&co.sha256, oid)) {
 			owner = co.sha256;
-			if ((ret = lookup(b, &owner, &o)))
+			if ((ret = lookup(b, &owner, &copy, &o)))
 				return ret;
 			if (!o)
 				return err_set(XL_EIO, "cache lost an object");
@@ -1083,46 +1467,54 @@ static int check_collision(struct build *b, const struct oid *oid,
 		}
 	}
 	if (k) {
-		/* by_sha1 keeps the owner's index in map in size256 */
-		oid_from_raw(&owner, repo_algo(b->repo),
-			     b->map.entries[k->size256].key);
+		oid_from_raw(&owner, repo_algo(b->repo), b->map.entries[k - 1].key);
 		if (!oid_cmp(&owner, oid))
 			return 0;	/* claimed before (stored twice) */
 	} else {
-		struct xmap_entry *self = xmap_get(&b->map, oid);
-
-		/* an index, not a pointer or a copy: no allocation per name */
-		if (!(k = xmap_add(&b->by_sha1, &key)))
-			return err_set(XL_ENOMEM, "out of memory");
-		k->size256 = (uint64_t)(self - b->map.entries);
-		k->state = XMAP_DONE;
-		return 0;
+		if (memcmp(self->sha1, sha1->hash, 20))
+			return err_set(XL_EINVALID, "claiming a name not held");
+		return claims_add(&b->claims, &b->map, entry_index(b, self)) ?
+			err_set(XL_ENOMEM, "out of memory") : 0;
 	}
 collision:
 	oid_to_hex_r(hex1, sha1);
 	snprintf(why, sizeof(why), "SHA-1 collision: %s is also the name of %s",
 		 hex1, oid_to_hex_r(hex, &owner));
 	b->stats->collisions++;
-	if ((ret = refuse(b, oid, why)))
+	xmap_set_bad(self, why);
+	atomic_fetch_add(&b->done, 1);
+	if ((ret = store_row(b, oid, self, XMAP_BAD, NULL)))
 		return ret;
-	o = xmap_get(&b->map, &owner);
-	if (o->state == XMAP_DONE) {
-		snprintf(why, sizeof(why), "SHA-1 collision: %s is also the name of %s",
-			 hex1, oid_to_hex_r(hex, oid));
+	snprintf(why, sizeof(why), "SHA-1 collision: %s is also the name of %s",
+		 hex1, oid_to_hex_r(hex, oid));
+	if ((o = xmap_get(&b->map, &owner))) {
+		if (xmap_state(o) != XMAP_DONE)
+			return 1;
 		xmap_set_bad(o, why);
-		b->stats->collisions++;
-		b->collided = 1;
 		/* stored again, now refused (it may be an older object) */
 		o->is_new = 1;
-		if ((ret = store(b, &owner)))
-			return ret;
+		ret = store_row(b, &owner, o, XMAP_BAD, NULL);
+	} else {
+		/* named by an earlier build, and looked up by this one */
+		pthread_mutex_lock(&b->old_lock);
+		o = xmap_get(&b->old, &owner);
+		if (o && o->state == XMAP_DONE) {
+			xmap_set_bad(o, why);
+			o->is_new = 1;
+			ret = store_row(b, &owner, o, XMAP_BAD, NULL);
+		}
+		pthread_mutex_unlock(&b->old_lock);
+		if (!o)
+			return 1;
 	}
-	return 1;
+	b->stats->collisions++;
+	b->collided = 1;
+	return ret ? ret : 1;
 }
 
 /* Record the gitlinks of a tree that converted (for report and reading). */
 struct gitlink_ctx {
-	struct build *b;
+	struct walker *w;
 	const struct oid *tree;
 };
 
@@ -1133,175 +1525,290 @@ static int record_gitlink(void *data, enum xlate_ref_kind kind,
 	struct gitlink_ctx *g = data;
 	struct oid sha1;
 
-	if (kind != XLATE_REF_GITLINK || build_map_gitlink(g->b, oid, &sha1))
+	if (kind != XLATE_REF_GITLINK || build_map_gitlink(g->w, oid, &sha1))
 		return 0;
-	return cache_put_gitlink(g->b->cache, g->tree, name, name_len, oid,
+	return cache_put_gitlink(g->w->b->cache, g->tree, name, name_len, oid,
 				 &sha1);
 }
 
-/* Everything f refers to is named: convert, hash, record. */
-static int frame_close(struct build *b, struct frame *f, struct buf *conv)
+/* Name entry i, its hashed SHA-1 form in w->conv: claim, store, publish. */
+static int walk_named(struct walker *w, uint32_t i, const struct buf *content)
 {
-	struct xlate_opts o = {
-		repo_algo(b->repo), &hash_sha1, build_map, b,
-		b->opts->unknown_headers, build_map_gitlink,
-	};
-	struct xmap_entry *e;
-	enum obj_type type;
-	struct oid sha1;
+	struct build *b = w->b;
+	struct xmap_entry *e = &b->map.entries[i];
+	struct oid oid, sha1;
 	int ret;
 
-	if (!f->content.len && f->type == OBJ_COMMIT &&
-	    (ret = odb_read(b->odb, &f->oid, &type, &f->content))) {
-		xmap_get(&b->map, &f->oid)->state &= ~XMAP_VISITING;
-		return unreadable(b, &f->oid, ret);
-	}
-	b->has_blocked = 0;
-	b->map_failed = b->map_retry = 0;
-	b->fatal = 0;
-	ret = xlate_object(&o, f->type, f->content.buf, f->content.len, conv);
-	if (b->fatal)
-		return b->fatal;	/* the cache failed us: not the object's fault */
-	if (ret && b->has_blocked) {
-		/* it needs an object of this build named first: walk there */
-		struct oid *p = realloc(f->deps, (f->ndeps + 1) * sizeof(*p));
+	entry_oid(b, i, &oid);
+	hash_object(&hash_sha1, type_name((enum obj_type)e->type), w->conv.buf,
+		    w->conv.len, &sha1);
+	pthread_mutex_lock(&b->names_lock);
+	memcpy(e->sha1, sha1.hash, 20);	/* unpublished: nobody reads it yet */
+	e->size1 = w->conv.len;
+	ret = check_collision(b, &oid, &sha1);
+	if (!ret && w->s->nodes[i].has_gitlink) {
+		struct gitlink_ctx g = { w, &oid };
 
-		if (!p)
-			return err_set(XL_ENOMEM, "out of memory");
-		f->deps = p;
-		f->deps[f->ndeps++] = b->blocked;
-		return 2;
+		ret = xlate_refs(repo_algo(b->repo), OBJ_TREE, content->buf,
+				 content->len, record_gitlink, &g);
 	}
-	e = xmap_get(&b->map, &f->oid);
-	e->state &= ~XMAP_VISITING;
+	if (!ret) {
+		atomic_fetch_add(&b->done, 1);
+		if (!(ret = store_row(b, &oid, e, XMAP_DONE, &w->conv)))
+			xmap_publish(e, XMAP_DONE);
+	}
+	pthread_mutex_unlock(&b->names_lock);
+	if (ret < 0)
+		return ret;
+	return walk_settled(w, i);	/* named, or refused for a collision */
+}
+
+/* Close entry i: everything it refers to is settled (or it is blocked). */
+static int walk_close(struct walker *w, uint32_t i)
+{
+	struct build *b = w->b;
+	struct sched *s = w->s;
+	struct xmap_entry *e = &b->map.entries[i];
+	struct xlate_opts o = {
+		repo_algo(b->repo), &hash_sha1, build_map, w,
+		b->opts->unknown_headers, build_map_gitlink,
+	};
+	const struct buf *content = s->nodes[i].content;
+	struct oid oid;
+	enum obj_type type;
+	int ret;
+
+	entry_oid(b, i, &oid);
+	if (!content) {
+		if ((ret = odb_read(b->odb, &oid, &type, &w->content)))
+			return walk_unreadable(w, i, ret);
+		content = &w->content;
+	}
+	w->has_blocked = 0;
+	w->map_failed = w->map_retry = 0;
+	w->fatal = 0;
+	ret = xlate_object(&o, (enum obj_type)e->type, content->buf,
+			   content->len, &w->conv);
+	if (w->fatal)
+		return w->fatal;	/* the cache failed us: not the object's fault */
+	if (ret && w->has_blocked) {
+		/* it needs an object of this build named first: wait for it */
+		uint32_t j = entry_index(b, xmap_get(&b->map, &w->blocked));
+
+		pthread_mutex_lock(&s->lock);
+		ret = wait_on(b, s, i, j);
+		if (!ret && !s->nodes[i].waiting)
+			ret = push_ready(s, i);	/* settled meanwhile: again */
+		pthread_mutex_unlock(&s->lock);
+		return ret;
+	}
 	if (ret == XL_ENOMEM || ret == XL_EIO)
 		return ret;
-	if (ret && b->map_failed) {
+	if (ret && w->map_failed) {
 		/* a reference failed: say which and why, and whether for good */
-		struct xmap_entry *d = xmap_get(&b->map, &b->map_bad);
+		/* only this build's entries can be unreadable */
+		struct xmap_entry *d = xmap_get(&b->map, &w->map_bad);
 		char why[1400];
-		int retry = b->map_retry;
+		int retry = w->map_retry;
 
-		if (d && (d->flags & XMAP_F_UNREADABLE))
+		if (d && xmap_state(d) == XMAP_BAD &&
+		    (d->flags & XMAP_F_UNREADABLE))
 			snprintf(why, sizeof(why), "%s (%s)", err_msg(), d->reason);
 		else
 			snprintf(why, sizeof(why), "%s", err_msg());
-		if (retry && xlate_refs(repo_algo(b->repo), f->type, f->content.buf,
-					f->content.len, find_permanent, b) == 1)
+		if (retry && xlate_refs(repo_algo(b->repo), (enum obj_type)e->type,
+					content->buf, content->len,
+					find_permanent, w) == 1)
 			retry = 0;
-		e = xmap_get(&b->map, &f->oid);
 		e->flags = (uint8_t)((e->flags & ~XMAP_F_RETRY) |
 				     (retry ? XMAP_F_RETRY : 0));
-		return refuse(b, &f->oid, why);
+		return walk_refuse(w, i, why);
 	}
 	if (ret)
-		return refuse(b, &f->oid, err_msg());
-	hash_object(&hash_sha1, type_name(f->type), conv->buf, conv->len, &sha1);
+		return walk_refuse(w, i, err_msg());
+	return walk_named(w, i, content);
+}
 
-	if ((ret = check_collision(b, &f->oid, &sha1)))
-		return ret < 0 ? ret : 0;
-	if (f->has_gitlink) {
-		struct gitlink_ctx g = { b, &f->oid };
+/*
+ * The walk has stopped with objects still waiting: they wait on each
+ * other, in a cycle or behind one.  Refuse them all.  Under s->lock,
+ * with no other walker at work.
+ */
+static int refuse_cycles(struct walker *w)
+{
+	struct build *b = w->b;
+	struct sched *s = w->s;
+	int ret = 0;
 
-		if ((ret = xlate_refs(repo_algo(b->repo), OBJ_TREE, f->content.buf,
-				      f->content.len, record_gitlink, &g)))
-			return ret;
+	for (uint32_t i = 0; i < b->map.nr && !ret; i++) {
+		struct node *n = &s->nodes[i];
+		struct xmap_entry *e = &b->map.entries[i];
+		struct oid oid;
+
+		if (n->phase != NODE_OPEN)
+			continue;
+		entry_oid(b, i, &oid);
+		xmap_set_bad(e, "in or behind a reference cycle (corrupt repository)");
+		atomic_fetch_add(&b->done, 1);
+		ret = store_row(b, &oid, e, XMAP_BAD, NULL);
+		n->phase = NODE_CLOSED;
+		n->waiters = 0;
+		if (n->content) {
+			buf_release(n->content);
+			free(n->content);
+			n->content = NULL;
+		}
 	}
-	e = xmap_get(&b->map, &f->oid);
-	memcpy(e->sha1, sha1.hash, 20);
-	e->size1 = conv->len;
-	e->state = XMAP_DONE;
-	spill_put(&b->spill, e, conv);
-	atomic_fetch_add(&b->done, 1);
-	return store(b, &f->oid);
+	return ret;
+}
+
+static void *walker_main(void *arg)
+{
+	struct walker *w = arg;
+	struct sched *s = w->s;
+	struct build *b = w->b;
+
+	pthread_mutex_lock(&s->lock);
+	while (!s->error && !s->ended) {
+		uint32_t i;
+		int closing, ret;
+
+		if (s->nr_ready) {
+			i = s->ready[--s->nr_ready];
+			closing = 1;
+		} else if (s->nr_open) {
+			i = s->open[--s->nr_open];
+			/* queued more than once, or settled before the walk */
+			if (s->nodes[i].phase != NODE_NEW ||
+			    xmap_state(&b->map.entries[i]) != XMAP_PENDING)
+				continue;
+			s->nodes[i].phase = NODE_TAKEN;
+			closing = 0;
+		} else if (s->busy) {
+			pthread_cond_wait(&s->more, &s->lock);
+			continue;
+		} else {
+			if ((ret = refuse_cycles(w)) && !s->error) {
+				s->error = ret;
+				snprintf(s->errmsg, sizeof(s->errmsg), "%s", err_msg());
+			}
+			s->ended = 1;
+			break;
+		}
+		s->busy++;
+		pthread_mutex_unlock(&s->lock);
+		ret = closing ? walk_close(w, i) : walk_open(w, i);
+		pthread_mutex_lock(&s->lock);
+		s->busy--;
+		if (ret && !s->error) {
+			s->error = ret;
+			snprintf(s->errmsg, sizeof(s->errmsg), "%s", err_msg());
+		}
+	}
+	pthread_cond_broadcast(&s->more);
+	pthread_mutex_unlock(&s->lock);
+	return NULL;
+}
+
+static int walker_init(struct walker *w, struct build *b, struct sched *s)
+{
+	memset(w, 0, sizeof(*w));
+	w->b = b;
+	w->s = s;
+	buf_init(&w->content);
+	buf_init(&w->conv);
+	/* a miss on an all-zero slot key is harmless: no name is all zeros */
+	if (!(w->recent = calloc(RECENT_SLOTS, sizeof(*w->recent))))
+		return err_set(XL_ENOMEM, "out of memory");
+	return 0;
+}
+
+static void walker_release(struct walker *w)
+{
+	buf_release(&w->content);
+	buf_release(&w->conv);
+	free(w->recent);
+	free(w->deps);
+}
+
+/* Names the cache had, looked up by the walkers: into b->map. */
+static int join_old(struct build *b)
+{
+	for (size_t i = 0; i < b->old.nr; i++) {
+		struct xmap_entry *o = &b->old.entries[i], *e;
+		struct oid oid;
+
+		oid_from_raw(&oid, repo_algo(b->repo), o->key);
+		if (!(e = xmap_add(&b->map, &oid)))
+			return XL_ENOMEM;
+		free(e->reason);
+		*e = *o;
+		o->reason = NULL;	/* e owns it now */
+	}
+	xmap_release(&b->old);
+	return xmap_init(&b->old, 16);
 }
 
 static int name_the_rest(struct build *b)
 {
-	struct frame *stack = NULL;
-	size_t depth = 0, alloc = 0;
-	struct buf conv = BUF_INIT;
-	int ret = 0;
+	struct sched s = { 0 };
+	struct walker *w = NULL;
+	pthread_t tid[64];
+	int threads = b->opts->threads > 0 ? b->opts->threads :
+		(int)sysconf(_SC_NPROCESSORS_ONLN);
+	size_t nr_nodes = b->map.nr;
+	int started = 0, ret = 0;
 
-	for (size_t i = 0; i < b->nr && !ret; i++) {
+	if (threads < 1)
+		threads = 1;
+	if (threads > 64)
+		threads = 64;
+	pthread_mutex_init(&s.lock, NULL);
+	pthread_cond_init(&s.more, NULL);
+	if (!(s.nodes = calloc(nr_nodes ? nr_nodes : 1, sizeof(*s.nodes))) ||
+	    !(w = calloc((size_t)threads, sizeof(*w)))) {
+		ret = err_set(XL_ENOMEM, "out of memory");
+		goto out;
+	}
+	/* every object left to name, to be taken in name order */
+	for (size_t i = b->nr; i-- && !ret;) {
 		struct xmap_entry *e = xmap_get(&b->map, &b->todo[i]);
 
-		if (e->state != XMAP_PENDING)
-			continue;
-		if (depth == alloc) {
-			alloc = alloc ? 2 * alloc : 64;
-			stack = realloc(stack, alloc * sizeof(*stack));
-			if (!stack) {
-				ret = err_set(XL_ENOMEM, "out of memory");
-				break;
-			}
-		}
-		ret = frame_open(b, &b->todo[i], &stack[depth]);
-		if (ret != 1)
-			continue;
-		ret = 0;
-		depth++;
-		while (depth && !ret) {
-			struct frame *f = &stack[depth - 1];
-
-			if (f->next < f->ndeps) {
-				struct oid dep = f->deps[f->next++];
-				struct xmap_entry *d = xmap_get(&b->map, &dep);
-
-				if (d->state & XMAP_VISITING) {
-					/* only a corrupt repository can loop */
-					char why[200], hex[OID_HEXSZ_MAX + 1];
-
-					snprintf(why, sizeof(why),
-						 "reference cycle through %s (corrupt repository)",
-						 oid_to_hex_r(hex, &dep));
-					d->state &= ~XMAP_VISITING;
-					xmap_set_bad(d, why);
-					d->state |= XMAP_VISITING;
-					continue;
-				}
-				if (d->state != XMAP_PENDING)
-					continue;
-				if (depth == alloc) {
-					struct frame *p;
-
-					alloc *= 2;
-					p = realloc(stack, alloc * sizeof(*stack));
-					if (!p) {
-						ret = err_set(XL_ENOMEM, "out of memory");
-						break;
-					}
-					stack = p;
-					f = &stack[depth - 1];
-				}
-				ret = frame_open(b, &dep, &stack[depth]);
-				if (ret == 1) {
-					depth++;
-					ret = 0;
-				}
-				continue;
-			}
-			if (xmap_get(&b->map, &f->oid)->state ==
-			    (XMAP_BAD | XMAP_VISITING)) {
-				/* marked by a cycle while on the stack */
-				xmap_get(&b->map, &f->oid)->state = XMAP_BAD;
-				atomic_fetch_add(&b->done, 1);
-				ret = store(b, &f->oid);
-			} else {
-				ret = frame_close(b, f, &conv);
-				if (ret == 2) {
-					ret = 0;	/* a dependency to name first */
-					continue;
-				}
-			}
-			frame_release(f);
-			depth--;
-		}
+		if (e->state == XMAP_PENDING && e->type != OBJ_BLOB)
+			ret = push_open(&s, entry_index(b, e));
 	}
-	while (depth)
-		frame_release(&stack[--depth]);
-	free(stack);
-	buf_release(&conv);
+	for (int t = 0; t < threads && !ret; t++)
+		ret = walker_init(&w[t], b, &s);
+	if (ret)
+		goto out;
+	b->walking = 1;
+	for (int t = 1; t < threads; t++)
+		if (!pthread_create(&tid[started], NULL, walker_main, &w[t]))
+			started++;
+	walker_main(&w[0]);	/* this thread walks too */
+	for (int t = 0; t < started; t++)
+		pthread_join(tid[t], NULL);
+	b->walking = 0;
+	if (s.error)
+		ret = err_set(s.error, "%s", s.errmsg);
+	if (!ret)
+		ret = join_old(b);
+out:
+	/* join_old() may have added entries: they have no nodes */
+	for (size_t i = 0; s.nodes && i < nr_nodes; i++)
+		if (s.nodes[i].content) {
+			buf_release(s.nodes[i].content);
+			free(s.nodes[i].content);
+		}
+	for (int t = 0; w && t < threads; t++)
+		walker_release(&w[t]);
+	free(w);
+	free(s.nodes);
+	free(s.edges);
+	free(s.ready);
+	free(s.open);
+	pthread_cond_destroy(&s.more);
+	pthread_mutex_destroy(&s.lock);
 	return ret;
 }
 
@@ -1402,29 +1909,19 @@ static int names_get(void *data, const struct oid *oid, struct cache_object *co)
 	return 0;
 }
 
-/* The same for converting: only the SHA-1 name, recent ones first. */
+/* The same for converting: only the SHA-1 name (any thread may ask). */
 static int names_map(void *data, const struct oid *in, struct oid *out)
 {
 	struct build *b = data;
-	unsigned slot = (in->hash[0] | in->hash[1] << 8) & (RECENT_SLOTS - 1);
-	struct recent *r = b->recent ? &b->recent[slot] : NULL;
 	struct xmap_entry *e;
 	char hex[OID_HEXSZ_MAX + 1];
 
-	if (r && !memcmp(r->key, in->hash, 32)) {
-		oid_from_raw(out, &hash_sha1, r->sha1);
-		return 0;
-	}
 	if (!(e = settled(b, in)))
 		return XL_ENOTFOUND;
 	if (e->state == XMAP_BAD)
 		return err_set(XL_EUNSUPPORTED, "%s is untranslatable: %s",
 			       oid_to_hex_r(hex, in), e->reason);
 	oid_from_raw(out, &hash_sha1, e->sha1);
-	if (r) {
-		memcpy(r->key, in->hash, 32);
-		memcpy(r->sha1, e->sha1, 20);
-	}
 	return 0;
 }
 
@@ -1438,7 +1935,8 @@ static int names_form(void *data, const struct oid *oid, struct buf *out)
 	int ret;
 
 	buf_reset(out);
-	if (b->spill.fd < 0 || !e || e->state != XMAP_DONE || !e->spill)
+	if (b->spill.fd < 0 || atomic_load(&b->spill.failed) || !e ||
+	    e->state != XMAP_DONE || !e->spill)
 		return XL_ENOTFOUND;
 	if (e->size1 > SIZE_MAX / 2)
 		return XL_ENOTFOUND;
@@ -1447,6 +1945,11 @@ static int names_form(void *data, const struct oid *oid, struct buf *out)
 	p = out->buf;
 	at = e->spill - 1;
 	left = e->size1;
+	if (b->spill.map && at <= b->spill.map_len &&
+	    left <= b->spill.map_len - at) {
+		memcpy(p, b->spill.map + at, (size_t)left);
+		left = 0;
+	}
 	while (left) {
 		ssize_t n = pread(b->spill.fd, p, left > (1u << 30) ? 1u << 30 :
 				  (size_t)left, (off_t)at);
@@ -1478,11 +1981,7 @@ static int lay_out(struct build *b)
 	struct xlate_pack1_opts po = *b->opts->pack1;
 	struct xlate_pack1_stats unused;
 
-	/* names refused after the walk (collisions) may still be there */
-	if (b->collided && b->recent)
-		memset(b->recent, 0, RECENT_SLOTS * sizeof(*b->recent));
-	if (b->spill.fd >= 0)
-		spill_flush(&b->spill);
+	spill_finish(&b->spill);
 
 	po.names = &names;
 	return xlate_pack1_update(b->repo, b->cache, &po,
@@ -1668,6 +2167,7 @@ int xlate_build(struct repo *repo, struct cache *cache,
 	struct build b = { 0 };
 	struct buf settings = BUF_INIT;
 	uint64_t count, bad;
+	size_t hint = 0;
 	int ret;
 
 	memset(stats, 0, sizeof(*stats));
@@ -1678,6 +2178,10 @@ int xlate_build(struct repo *repo, struct cache *cache,
 	b.stats = stats;
 	b.spill.fd = -1;
 	atomic_init(&b.done, 0);
+	atomic_init(&b.nr_unreadable, 0);
+	pthread_mutex_init(&b.lock, NULL);
+	pthread_mutex_init(&b.names_lock, NULL);
+	pthread_mutex_init(&b.old_lock, NULL);
 	if (repo_algo(repo) != &hash_sha256)
 		return err_set(XL_EUNSUPPORTED,
 			       "%s: a %s repository has no SHA-1 form to translate to",
@@ -1691,8 +2195,10 @@ int xlate_build(struct repo *repo, struct cache *cache,
 	if ((ret = cache_count(cache, &count, &bad)))
 		goto out;
 	b.cache_empty = count == 0;
-	if ((ret = xmap_init(&b.map, 1024)) || (ret = xmap_init(&b.by_sha1, 1024)) ||
-	    (ret = xmap_init(&b.submodules, 16)))
+	/* sized for every packed object, so that it seldom grows */
+	if ((ret = odb_for_each_pack(b.odb, count_packed, &hint)) ||
+	    (ret = xmap_init(&b.map, hint)) ||
+	    (ret = xmap_init(&b.submodules, 16)) || (ret = xmap_init(&b.old, 16)))
 		goto out;
 	if (opts->submodule_map &&
 	    (ret = xlate_read_submodule_map(opts->submodule_map,
@@ -1707,6 +2213,8 @@ int xlate_build(struct repo *repo, struct cache *cache,
 		goto out;
 	if (b.nr)
 		qsort(b.todo, b.nr, sizeof(*b.todo), cmp_oid);
+	if ((ret = claims_init(&b.claims, b.nr)))
+		goto out;
 	b.total = b.nr;
 	if ((ret = classify(&b)))
 		goto out;
@@ -1732,10 +2240,9 @@ int xlate_build(struct repo *repo, struct cache *cache,
 	}
 	if (!ret)
 		ret = name_blobs(&b);
-	/* a miss on an all-zero slot key is harmless: no name is all zeros */
-	b.recent = calloc(RECENT_SLOTS, sizeof(*b.recent));
 	if (!ret)
 		ret = name_the_rest(&b);
+
 	if (!ret && b.collided)
 		ret = refuse_dependents(&b);
 	{
@@ -1767,11 +2274,14 @@ int xlate_build(struct repo *repo, struct cache *cache,
 out:
 	buf_release(&settings);
 	spill_close(&b.spill);
-	free(b.recent);
 	xmap_release(&b.map);
-	xmap_release(&b.by_sha1);
+	free(b.claims.slot);
 	xmap_release(&b.submodules);
+	xmap_release(&b.old);
 	free(b.todo);
 	free(b.packs);
+	pthread_mutex_destroy(&b.lock);
+	pthread_mutex_destroy(&b.names_lock);
+	pthread_mutex_destroy(&b.old_lock);
 	return ret;
 }

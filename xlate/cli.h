@@ -28,6 +28,7 @@ struct cli {
 	struct cache *cache;	/* opened on demand by cli_cache() */
 	int built;		/* the cache was brought up to date */
 	int check_all;		/* check the whole cache file on open (build, verify) */
+	int threads;		/* build --threads; 0: one per online processor */
 };
 
 /* Open the repository (once); prints the reason and returns NULL on failure. */

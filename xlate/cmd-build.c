@@ -16,10 +16,28 @@ int cmd_build(struct cli *cli, int argc, char **argv)
 	struct xlate_build_stats st;
 	int verbose = 0;
 
-	if (argc == 2 && (!strcmp(argv[1], "-v") || !strcmp(argv[1], "--verbose")))
-		verbose = 1;
-	else if (argc != 1)
-		return cli_error(EXIT_USAGE, "usage: git xlate build [-v]");
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = NULL;
+		char *end;
+		long n;
+
+		if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
+			verbose = 1;
+			continue;
+		}
+		if (!strncmp(a, "--threads=", 10))
+			v = a + 10;
+		else if (!strcmp(a, "--threads") && i + 1 < argc)
+			v = argv[++i];
+		if (!v)
+			return cli_error(EXIT_USAGE,
+					 "usage: git xlate build [-v] [--threads N]");
+		n = strtol(v, &end, 10);
+		if (!*v || *end || n < 1 || n > 64)
+			return cli_error(EXIT_USAGE, "--threads takes a number "
+					 "from 1 to 64, not '%s'", v);
+		cli->threads = (int)n;
+	}
 	cli->check_all = 1;
 	if (cli_build(cli, &st))
 		return cli_fail(NULL);

@@ -78,9 +78,13 @@ int cli_build(struct cli *cli, struct xlate_build_stats *stats)
 {
 	struct xlate_progress p;
 	/* and the SHA-1 packs a mount serves, so that it starts at once */
-	struct xlate_pack1_opts po = { .unknown_headers = cli->unknown_headers };
+	struct xlate_pack1_opts po = {
+		.unknown_headers = cli->unknown_headers,
+		.threads = cli->threads,
+	};
 	struct xlate_build_opts opts = {
 		.pack1 = &po,
+		.threads = cli->threads,
 		.unknown_headers = cli->unknown_headers,
 		.submodule_map = cli->submodule_map,
 		.progress = isatty(2) ? xlate_progress_cb : NULL,

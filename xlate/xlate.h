@@ -290,6 +290,7 @@ struct xlate_pack1_opts {
 	const atomic_int *cancel;	/* may be NULL; as in xlate_build_opts */
 	int (*keep)(void *data, const struct cache_pack1 *p);	/* may be NULL */
 	void *keep_data;
+	int threads;			/* 0: one per online processor */
 };
 struct xlate_pack1_stats {
 	uint64_t made;		/* packs laid out */

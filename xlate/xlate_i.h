@@ -42,6 +42,22 @@ enum xmap_flags {
 	XMAP_F_GONE = 8,	/* ... and is no longer in the repository */
 };
 
+/*
+ * The build's walkers (build.c) read the state of entries other threads
+ * are naming: an entry's state is published last, with release order,
+ * after its name, sizes and reason, and read with acquire order, so that
+ * a reader that sees XMAP_DONE also sees the name.
+ */
+static inline uint8_t xmap_state(const struct xmap_entry *e)
+{
+	return __atomic_load_n(&e->state, __ATOMIC_ACQUIRE);
+}
+
+static inline void xmap_publish(struct xmap_entry *e, uint8_t state)
+{
+	__atomic_store_n(&e->state, state, __ATOMIC_RELEASE);
+}
+
 struct xmap_slot;
 
 struct xmap {
@@ -56,7 +72,7 @@ void xmap_release(struct xmap *m);
 struct xmap_entry *xmap_get(const struct xmap *m, const struct oid *oid);
 /* The entry for oid, added as XMAP_PENDING if absent; NULL if out of memory. */
 struct xmap_entry *xmap_add(struct xmap *m, const struct oid *oid);
-/* Set an entry untranslatable with a copy of reason. */
+/* Set an entry untranslatable with a copy of reason (published last). */
 void xmap_set_bad(struct xmap_entry *e, const char *reason);
 
 #endif

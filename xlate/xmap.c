@@ -121,5 +121,5 @@ void xmap_set_bad(struct xmap_entry *e, const char *reason)
 {
 	free(e->reason);
 	e->reason = strdup(reason && *reason ? reason : "untranslatable");
-	e->state = XMAP_BAD;
+	xmap_publish(e, XMAP_BAD);
 }
