@@ -62,8 +62,13 @@
 #include "../cache/cache.h"
 
 #include <openssl/evp.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #define PACK_HDR_LEN 12
@@ -691,15 +696,6 @@ static int plan_entries(const struct pack1_ctx *c,
  */
 #define PAYLOAD_KEEP_MAX 65536
 
-static int keep_payload(const struct form *f, struct cache_pack1_entry *out)
-{
-	if (f->data.len <= PAYLOAD_KEEP_MAX) {
-		out->data = (const unsigned char *)f->data.buf;
-		out->data_len = f->data.len;
-	}
-	return 0;
-}
-
 /* A delta header against entry b: OFS_DELTA if b comes first, else REF_DELTA. */
 static void delta_header(const struct plan *plan, uint32_t i, uint32_t b,
 			 uint64_t offset, uint64_t size,
@@ -717,67 +713,240 @@ static void delta_header(const struct plan *plan, uint32_t i, uint32_t b,
 }
 
 /*
- * The header of kept entry i, and where its bytes come from.  Entries
- * before i have their offsets.  A tree stored as a delta against
- * another tree here becomes a delta of their SHA-1 forms, made now to
- * learn its size (and kept in the forms for summing), unless it would
- * not be smaller than the tree.
+ * What a kept entry carries.  Blobs carry native bytes; everything else
+ * a payload made from the conversion: its SHA-1 form, or, for a tree
+ * the native pack deltifies against another tree of the pack, a delta
+ * of the two SHA-1 forms when that is smaller than the form.
  */
-static int entry_for(const struct pack1_ctx *c, struct forms *fs,
-		     const struct odb_pack_info *info,
-		     const struct odb_pack_entry *e, const struct plan *plan,
-		     uint32_t i, uint64_t offset, struct cache_pack1_entry *out)
+enum carry {
+	CARRY_NATIVE,		/* the native entry as it is */
+	CARRY_NATIVE_DELTA,	/* a native blob delta, under a new header */
+	CARRY_TREE_DELTA,	/* a tree delta, if it pays; else the form */
+	CARRY_FORM,		/* the SHA-1 form */
+};
+
+static enum carry entry_carry(const struct odb_pack_entry *e,
+			      const struct plan *plan, uint32_t i)
 {
 	const struct odb_pack_entry *n = &e[i];
 	uint32_t b = n->base;
 	int is_delta = n->type == OBJ_OFS_DELTA || n->type == OBJ_REF_DELTA;
+	int base_kept = is_delta && b != ODB_NO_BASE && plan[b].kept;
+
+	if (plan[i].type == OBJ_BLOB && n->type == OBJ_BLOB &&
+	    n->data - n->offset <= sizeof(((struct cache_pack1_entry *)0)->hdr))
+		return CARRY_NATIVE;
+	if (plan[i].type == OBJ_BLOB && base_kept && plan[b].type == OBJ_BLOB)
+		return CARRY_NATIVE_DELTA;
+	if (plan[i].type == OBJ_TREE && base_kept && plan[b].type == OBJ_TREE)
+		return CARRY_TREE_DELTA;
+	return CARRY_FORM;
+}
+
+/*
+ * The layout runs in windows of entries, in pack order.  What costs is
+ * an entry's payload (a SHA-1 form read back or converted, a tree delta
+ * worked out), and that does not depend on where the entry lands; what
+ * must go in order (offsets, headers, the pack's SHA-1 and each entry's
+ * CRC32, the rows) is cheap but for the rows.  So there are two windows:
+ * while one thread places the entries of one window and writes their
+ * rows, the other threads make the payloads of the next, each taking
+ * runs of neighbouring entries (a delta's base is mostly the entry just
+ * before it, which its forms still hold); the placing thread joins them
+ * when it is done.  A window holds at most WINDOW_BYTES of payloads
+ * (and at least one entry), so memory follows that bound, not the size
+ * of the pack.
+ */
+#define WINDOW_ENTRIES 8192
+#define WINDOW_BYTES ((uint64_t)32 << 20)
+#define WINDOW_RUN 32		/* entries a thread takes at a time */
+#define WINDOW_STOP (UINT_MAX / WINDOW_RUN)
+
+struct made {
+	struct buf payload;
+	uint32_t adler;		/* of payload */
+	uint8_t delta;		/* payload is a tree delta against the base */
+};
+
+struct window {
+	const struct pack1_ctx *c;
+	const struct odb_pack_info *info;
+	const struct odb_pack_entry *e;
+	const struct plan *plan;
+	const uint32_t *kept;		/* indexes into e of the window's entries */
+	struct made *made;		/* one per kept[] */
+	uint32_t nr;
+	atomic_uint next;		/* the next run to take */
+	pthread_mutex_t lock;
+	int error;			/* guarded by lock: the first failure */
+	char errmsg[1024];		/* and its message */
+	pthread_t tid[63];		/* helpers */
+	int helpers;
+};
+
+/* Make the payload of kept entry i (offsets play no part). */
+static int make_payload(const struct pack1_ctx *c, struct forms *fs,
+			const struct odb_pack_info *info,
+			const struct odb_pack_entry *e, const struct plan *plan,
+			uint32_t i, struct made *m)
+{
+	enum carry carry = entry_carry(e, plan, i);
+	struct cache_pack1_entry ce = { 0 };
+	struct form *f;
 	int ret;
+
+	if (carry == CARRY_NATIVE || carry == CARRY_NATIVE_DELTA)
+		return 0;
+	odb_pack_object(info, e[i].pos, &ce.sha256);
+	if (carry == CARRY_TREE_DELTA) {
+		odb_pack_object(info, e[e[i].base].pos, &ce.base);
+		if ((ret = payload_get(c, fs, &ce, UINT64_MAX, &f)))
+			return ret;
+		if (f->data.len < plan[i].size1) {
+			m->delta = 1;
+			goto keep;
+		}
+		memset(&ce.base, 0, sizeof(ce.base));
+	}
+	if ((ret = payload_get(c, fs, &ce, plan[i].size1, &f)))
+		return ret;
+keep:
+	m->adler = form_adler(f);
+	return buf_add(&m->payload, f->data.buf, f->data.len);
+}
+
+static void *window_worker(void *arg)
+{
+	struct window *w = arg;
+	struct forms fs = { 0 };
+	unsigned run;
+
+	while ((run = atomic_fetch_add(&w->next, 1)) < WINDOW_STOP &&
+	       run * WINDOW_RUN < w->nr) {
+		uint32_t from = run * WINDOW_RUN, to = from + WINDOW_RUN;
+
+		if (to > w->nr)
+			to = w->nr;
+		for (uint32_t k = from; k < to; k++) {
+			int ret = make_payload(w->c, &fs, w->info, w->e, w->plan,
+					       w->kept[k], &w->made[k]);
+
+			if (!ret)
+				continue;
+			pthread_mutex_lock(&w->lock);
+			if (!w->error) {
+				w->error = ret;
+				snprintf(w->errmsg, sizeof(w->errmsg), "%s",
+					 err_msg());
+			}
+			pthread_mutex_unlock(&w->lock);
+			atomic_store(&w->next, WINDOW_STOP);	/* stop all */
+			break;
+		}
+	}
+	forms_release(&fs);
+	return NULL;
+}
+
+/*
+ * Take the next window: kept entries from *k on, as many as
+ * WINDOW_BYTES of payloads allow; start `helpers` threads making them.
+ */
+static void window_start(struct window *w, const uint32_t *kept,
+			 uint32_t nr_kept, uint32_t *k, int helpers)
+{
+	uint64_t bytes = 0;
+
+	w->kept = kept + *k;
+	for (w->nr = 0; *k + w->nr < nr_kept && w->nr < WINDOW_ENTRIES; w->nr++) {
+		uint32_t i = w->kept[w->nr];
+		enum carry carry = entry_carry(w->e, w->plan, i);
+		/* native bytes are not held: only made payloads count */
+		uint64_t size = carry == CARRY_NATIVE || carry == CARRY_NATIVE_DELTA ?
+			0 : w->plan[i].size1;
+
+		if (w->nr && bytes + size > WINDOW_BYTES)
+			break;
+		bytes += size;
+	}
+	*k += w->nr;
+	for (uint32_t j = 0; j < w->nr; j++) {
+		buf_reset(&w->made[j].payload);
+		w->made[j].delta = 0;
+	}
+	atomic_store(&w->next, 0);
+	w->error = 0;
+	w->helpers = 0;
+	if (helpers > (int)(sizeof(w->tid) / sizeof(*w->tid)))
+		helpers = sizeof(w->tid) / sizeof(*w->tid);
+	for (int t = 0; t < helpers && (uint32_t)t * WINDOW_RUN < w->nr; t++)
+		if (!pthread_create(&w->tid[w->helpers], NULL, window_worker, w))
+			w->helpers++;
+}
+
+/*
+ * Finish the window's payloads, this thread helping (or, if `stop`,
+ * telling the helpers to stop), and wait for the helpers.
+ */
+static int window_finish(struct window *w, int stop)
+{
+	if (stop)
+		atomic_store(&w->next, WINDOW_STOP);
+	else
+		window_worker(w);
+	for (int t = 0; t < w->helpers; t++)
+		pthread_join(w->tid[t], NULL);
+	w->helpers = 0;
+	if (!stop && w->error)
+		return err_set(w->error, "%s", w->errmsg);
+	return 0;
+}
+
+/*
+ * The header of kept entry i, placed at `offset`, and where its bytes
+ * come from (entries before i have their offsets; m is what
+ * its window made of it).
+ */
+static void entry_place(const struct pack1_ctx *c,
+			const struct odb_pack_info *info,
+			const struct odb_pack_entry *e, const struct plan *plan,
+			uint32_t i, uint64_t offset, const struct made *m,
+			struct cache_pack1_entry *out)
+{
+	const struct odb_pack_entry *n = &e[i];
 
 	memset(out, 0, sizeof(*out));
 	out->offset = offset;
-	if (plan[i].type == OBJ_BLOB && n->type == OBJ_BLOB &&
-	    n->data - n->offset <= sizeof(out->hdr)) {
-		/* the native entry as it is */
+	switch (entry_carry(e, plan, i)) {
+	case CARRY_NATIVE:
 		out->hdr_len = n->data - n->offset;
 		memcpy(out->hdr, c->native + n->offset, out->hdr_len);
 		out->src = n->data;
 		out->len = n->end - n->offset;
-		return 0;
-	}
-	if (plan[i].type == OBJ_BLOB && is_delta && b != ODB_NO_BASE &&
-	    plan[b].kept && plan[b].type == OBJ_BLOB) {
+		return;
+	case CARRY_NATIVE_DELTA:
 		/* the native delta, against the base's place here */
-		delta_header(plan, i, b, offset, n->size, out);
+		delta_header(plan, i, n->base, offset, n->size, out);
 		out->src = n->data;
 		out->len = out->hdr_len + (n->end - n->data);
-		return 0;
+		return;
+	default:
+		break;
 	}
 	odb_pack_object(info, n->pos, &out->sha256);
-	if (plan[i].type == OBJ_TREE && is_delta && b != ODB_NO_BASE &&
-	    plan[b].kept && plan[b].type == OBJ_TREE) {
-		struct form *d;
-
-		odb_pack_object(info, e[b].pos, &out->base);
-		if ((ret = payload_get(c, fs, out, UINT64_MAX, &d)))
-			return ret;
-		if (d->data.len < plan[i].size1) {
-			delta_header(plan, i, b, offset, d->data.len, out);
-			out->len = out->hdr_len + zstored_size(d->data.len);
-			return keep_payload(d, out);
-		}
-		memset(&out->base, 0, sizeof(out->base));
+	if (m->delta) {
+		odb_pack_object(info, e[n->base].pos, &out->base);
+		delta_header(plan, i, n->base, offset, m->payload.len, out);
+	} else {
+		out->hdr_len = put_type_size(out->hdr, (enum obj_type)plan[i].type,
+					     m->payload.len);
 	}
-	/* the SHA-1 form */
-	out->hdr_len = put_type_size(out->hdr, (enum obj_type)plan[i].type,
-				     plan[i].size1);
-	out->len = out->hdr_len + zstored_size(plan[i].size1);
-	if (plan[i].size1 > PAYLOAD_KEEP_MAX)
-		return 0;	/* converted when read */
-	struct form *f;
-
-	if ((ret = payload_get(c, fs, out, plan[i].size1, &f)))
-		return ret;
-	return keep_payload(f, out);
+	out->len = out->hdr_len + zstored_size(m->payload.len);
+	/* payloads up to PAYLOAD_KEEP_MAX are kept; bigger ones made when read */
+	if (m->payload.len <= PAYLOAD_KEEP_MAX) {
+		out->data = (const unsigned char *)m->payload.buf;
+		out->data_len = m->payload.len;
+	}
 }
 
 /* A clean end for a layout that failed: nothing of it stays. */
@@ -785,6 +954,8 @@ struct layout {
 	struct odb_pack_entry *e;
 	struct plan *plan;
 	struct idx_rec *recs;
+	uint32_t *kept;
+	struct made *made;		/* the two windows' */
 	unsigned char *chunk;
 	struct forms forms;
 	struct buf idx;
@@ -796,15 +967,24 @@ static void layout_release(struct layout *l)
 	free(l->e);
 	free(l->plan);
 	free(l->recs);
+	free(l->kept);
+	if (l->made)
+		for (uint32_t k = 0; k < 2 * WINDOW_ENTRIES; k++)
+			buf_release(&l->made[k].payload);
+	free(l->made);
 	free(l->chunk);
 	forms_release(&l->forms);
 	buf_release(&l->idx);
 	EVP_MD_CTX_free(l->md);
 }
 
-/* Sum entry `ce` into the pack's SHA-1; *crc gets its CRC32. */
+/*
+ * Sum entry `ce` into the pack's SHA-1; *crc gets its CRC32.  Its
+ * payload, if it has one, is m's.
+ */
 static int sum_entry(const struct pack1_ctx *c, struct layout *l,
-		     const struct cache_pack1_entry *ce, uint32_t *crc)
+		     const struct cache_pack1_entry *ce, const struct made *m,
+		     uint32_t *crc)
 {
 	uLong z = crc32(0, NULL, 0);
 	int ret;
@@ -813,8 +993,22 @@ static int sum_entry(const struct pack1_ctx *c, struct layout *l,
 		size_t n = ce->len - pos > LAYOUT_CHUNK ? LAYOUT_CHUNK :
 			(size_t)(ce->len - pos);
 
-		if ((ret = entry_copy(c, &l->forms, ce, pos, l->chunk, n)) ||
-		    (ret = sum_update(l->md, l->chunk, n)))
+		if (!ce->sha256.algo) {
+			if ((ret = entry_copy(c, &l->forms, ce, pos, l->chunk, n)))
+				return ret;
+		} else {
+			size_t h = 0;
+
+			if (pos < ce->hdr_len) {
+				h = ce->hdr_len - pos < n ? ce->hdr_len - pos : n;
+				memcpy(l->chunk, ce->hdr + pos, h);
+			}
+			if (h < n)
+				zstored_copy(m->payload.buf, m->payload.len,
+					     m->adler, pos + h - ce->hdr_len,
+					     l->chunk + h, n - h);
+		}
+		if ((ret = sum_update(l->md, l->chunk, n)))
 			return ret;
 		z = crc32(z, l->chunk, (uInt)n);
 		pos += n;
@@ -823,20 +1017,50 @@ static int sum_entry(const struct pack1_ctx *c, struct layout *l,
 	return 0;
 }
 
+/* Place and sum the entries of a window whose payloads are made, in order. */
+static int window_place(const struct pack1_ctx *c, struct layout *l,
+			const struct window *w, int64_t pack, uint32_t *k,
+			uint64_t *offset)
+{
+	int ret;
+
+	for (uint32_t j = 0; j < w->nr; j++, (*k)++) {
+		uint32_t i = w->kept[j];
+		struct cache_pack1_entry ce;
+
+		l->plan[i].offset = *offset;
+		entry_place(c, w->info, l->e, l->plan, i, *offset, &w->made[j], &ce);
+		if ((ret = sum_entry(c, l, &ce, &w->made[j], &ce.crc)) ||
+		    (ret = cache_pack1_put_entry(c->cache, pack, &ce)))
+			return ret;
+		memcpy(l->recs[*k].sha1, l->plan[i].sha1.hash, 20);
+		l->recs[*k].crc = ce.crc;
+		l->recs[*k].offset = *offset;
+		*offset += ce.len;
+	}
+	return 0;
+}
+
 static int layout_pack(const struct pack1_ctx *c,
-		       const struct odb_pack_info *info, const atomic_int *cancel,
-		       uint32_t *objects)
+		       const struct odb_pack_info *info,
+		       const struct xlate_pack1_opts *opts, uint32_t *objects)
 {
 	struct layout l = { 0 };
 	struct cache_pack1 p = { 0 };
+	struct window w[2] = { { .c = c, .info = info }, { .c = c, .info = info } };
 	unsigned char hdr[PACK_HDR_LEN], sum[TRAILER_LEN];
-	uint32_t nr = info->objects, kept, k = 0;
+	uint32_t nr = info->objects, kept, k = 0, taken = 0;
 	uint64_t offset = PACK_HDR_LEN;
-	int ret;
+	int threads = opts->threads > 0 ? opts->threads :
+		(int)sysconf(_SC_NPROCESSORS_ONLN);
+	int cur = 0, ret;
 
+	if (threads < 1)
+		threads = 1;
 	if ((ret = odb_pack_entries(info, &l.e)))
 		return ret;
 	if (!(l.plan = calloc(nr ? nr : 1, sizeof(*l.plan))) ||
+	    !(l.made = calloc(2 * WINDOW_ENTRIES, sizeof(*l.made))) ||
 	    !(l.chunk = malloc(LAYOUT_CHUNK)) || !(l.md = EVP_MD_CTX_new()) ||
 	    !EVP_DigestInit_ex(l.md, EVP_sha1(), NULL)) {
 		layout_release(&l);
@@ -844,41 +1068,46 @@ static int layout_pack(const struct pack1_ctx *c,
 	}
 	if ((ret = plan_entries(c, info, l.e, l.plan, &kept)))
 		goto out;
-	if (!(l.recs = malloc((kept ? kept : 1) * sizeof(*l.recs)))) {
+	if (!(l.recs = malloc((kept ? kept : 1) * sizeof(*l.recs))) ||
+	    !(l.kept = malloc((kept ? kept : 1) * sizeof(*l.kept)))) {
 		ret = err_set(XL_ENOMEM, "out of memory");
 		goto out;
 	}
+	for (uint32_t i = 0, n = 0; i < nr; i++)
+		if (l.plan[i].kept)
+			l.kept[n++] = i;
 	memcpy(hdr, "PACK", 4);
 	put_be32(hdr + 4, 2);
 	put_be32(hdr + 8, kept);
 	if ((ret = sum_update(l.md, hdr, sizeof(hdr))))
 		goto out;
+	for (int i = 0; i < 2; i++) {
+		w[i].e = l.e;
+		w[i].plan = l.plan;
+		w[i].made = l.made + i * WINDOW_ENTRIES;
+		pthread_mutex_init(&w[i].lock, NULL);
+	}
 
 	memcpy(p.native, info->checksum, sizeof(p.native));
 	if ((ret = cache_begin(c->cache)))
-		goto out;
+		goto out_lock;
 	if ((ret = cache_pack1_add(c->cache, &p)))
 		goto fail;
-	for (uint32_t i = 0; i < nr; i++) {
-		struct cache_pack1_entry ce;
-
-		if (!l.plan[i].kept)
-			continue;
-		if (cancel && atomic_load(cancel)) {
+	window_start(&w[cur], l.kept, kept, &taken, threads - 1);
+	if ((ret = window_finish(&w[cur], 0)))
+		goto fail;
+	while (w[cur].nr) {
+		/* the next window's payloads are made while this one is placed */
+		window_start(&w[!cur], l.kept, kept, &taken, threads - 1);
+		if (opts->cancel && atomic_load(opts->cancel))
 			ret = err_set(XL_EIO, "build stopped");
+		if (ret || (ret = window_place(c, &l, &w[cur], p.id, &k, &offset))) {
+			window_finish(&w[!cur], 1);
 			goto fail;
 		}
-		l.plan[i].offset = offset;
-		if ((ret = entry_for(c, &l.forms, info, l.e, l.plan, i, offset,
-				     &ce)) ||
-		    (ret = sum_entry(c, &l, &ce, &ce.crc)) ||
-		    (ret = cache_pack1_put_entry(c->cache, p.id, &ce)))
+		if ((ret = window_finish(&w[!cur], 0)))
 			goto fail;
-		memcpy(l.recs[k].sha1, l.plan[i].sha1.hash, 20);
-		l.recs[k].crc = ce.crc;
-		l.recs[k].offset = offset;
-		k++;
-		offset += ce.len;
+		cur = !cur;
 	}
 	if (!EVP_DigestFinal_ex(l.md, sum, NULL)) {
 		ret = err_set(XL_ENOMEM, "SHA-1 of a pack failed");
@@ -903,10 +1132,13 @@ static int layout_pack(const struct pack1_ctx *c,
 	    (ret = cache_commit(c->cache)))
 		goto fail;
 	*objects = kept;
-	goto out;
+	goto out_lock;
 fail:
 	cache_rollback(c->cache);
 	err_wrap("laying out the SHA-1 pack of pack-%s", info->checksum);
+out_lock:
+	pthread_mutex_destroy(&w[0].lock);
+	pthread_mutex_destroy(&w[1].lock);
 out:
 	layout_release(&l);
 	return ret;
@@ -980,7 +1212,7 @@ int xlate_pack1_update(struct repo *repo, struct cache *cache,
 		if (!opts->memo)
 			c.memo = own_memo;
 		c.native = odb_pack_map(info, &c.native_len);
-		if ((ret = layout_pack(&c, info, opts->cancel, &objects)))
+		if ((ret = layout_pack(&c, info, opts, &objects)))
 			goto out;
 		stats->made++;
 		stats->objects += objects;
