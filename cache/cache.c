@@ -111,7 +111,7 @@ const char *const cache_stmt_sql[ST__COUNT] = {
 	[ST_CLEAR_PACKS] = "DELETE FROM packs",
 	[ST_CLEAR_GITLINKS] = "DELETE FROM gitlinks",
 	[ST_CLEAR_PACKS1] = "DELETE FROM packs1",
-	[ST_CLEAR_PACK1_ENTRIES] = "DELETE FROM pack1_entries",
+	[ST_CLEAR_PACK1_CHUNKS] = "DELETE FROM pack1_chunks",
 	[ST_CLEAR_PACK1_IDX] = "DELETE FROM pack1_idx",
 	[ST_PACK1_LIST] = "SELECT id, native, checksum, objects, pack_size, "
 			  "idx_size FROM packs1 ORDER BY id",
@@ -120,18 +120,17 @@ const char *const cache_stmt_sql[ST__COUNT] = {
 	[ST_PACK1_FINISH] = "UPDATE packs1 SET checksum = ?2, objects = ?3, "
 			    "pack_size = ?4, idx_size = ?5 WHERE id = ?1",
 	[ST_PACK1_DROP] = "DELETE FROM packs1 WHERE id = ?1",
-	[ST_PACK1_DROP_ENTRIES] = "DELETE FROM pack1_entries WHERE pack = ?1",
+	[ST_PACK1_DROP_CHUNKS] = "DELETE FROM pack1_chunks WHERE key >= ?1 << 40 "
+				 "AND key < (?1 + 1) << 40",
 	[ST_PACK1_DROP_IDX] = "DELETE FROM pack1_idx WHERE key >= ?1 << 32 "
 			      "AND key < (?1 + 1) << 32",
-	[ST_PACK1_ENTRY_PUT] = "INSERT INTO pack1_entries(pack, offset, len, "
-			       "src, hdr, sha256, base, data, crc) "
-			       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-	/* from the entry holding byte ?2 (the last to start at or before it) */
-	[ST_PACK1_ENTRIES] = "SELECT offset, len, src, hdr, sha256, base, data, crc "
-			     "FROM pack1_entries WHERE pack = ?1 AND offset >= "
-			     "(SELECT coalesce(max(offset), 0) FROM pack1_entries "
-			     "WHERE pack = ?1 AND offset <= ?2) "
-			     "AND offset < ?3 ORDER BY offset",
+	[ST_PACK1_CHUNK_PUT] = "INSERT INTO pack1_chunks(key, entries) "
+			       "VALUES (?1, ?2)",
+	/* from the run holding byte ?2 (the last to start at or before it) */
+	[ST_PACK1_CHUNKS] = "SELECT key, entries FROM pack1_chunks WHERE key >= "
+			    "(SELECT coalesce(max(key), ?1 << 40) FROM pack1_chunks "
+			    "WHERE key >= ?1 << 40 AND key <= (?1 << 40) + ?2) "
+			    "AND key < (?1 << 40) + ?3 ORDER BY key",
 	[ST_PACK1_IDX_PUT] = "INSERT INTO pack1_idx(key, data) VALUES (?1, ?2)",
 	[ST_PACK1_IDX_GET] = "SELECT data FROM pack1_idx WHERE key = ?1",
 	[ST_CLEAR_REF_NAMES] = "DELETE FROM ref_names",
@@ -540,6 +539,9 @@ int cache_resolve_prefix(struct cache *cache, const struct hash_algo *algo,
 
 /* ---- batches -------------------------------------------------------- */
 
+static int run_flush(struct cache *cache);
+static void run_drop(struct cache *cache);
+
 int cache_begin(struct cache *cache)
 {
 	int ret;
@@ -564,7 +566,8 @@ int cache_commit(struct cache *cache)
 	if (!cache->in_batch) {
 		ret = err_set(XL_EINVALID, "cache %s: no batch to commit",
 			      cache->path);
-	} else if ((ret = run(cache, ST_COMMIT, "committing"))) {
+	} else if ((ret = run_flush(cache)) ||
+		   (ret = run(cache, ST_COMMIT, "committing"))) {
 		/*
 		 * A failed COMMIT may leave the transaction open (sqlite
 		 * rolls back by itself only for some errors): end it, so
@@ -587,6 +590,7 @@ void cache_rollback(struct cache *cache)
 	if (cache->in_batch && !sqlite3_get_autocommit(cache->db))
 		run(cache, ST_ROLLBACK, "rolling back");
 	cache->in_batch = 0;
+	run_drop(cache);
 	unlock(cache);
 }
 
@@ -1033,7 +1037,8 @@ int cache_check_settings(struct cache *cache, const char *settings)
 		    (ret = run(cache, ST_CLEAR_PACKS, "emptying")) ||
 		    (ret = run(cache, ST_CLEAR_GITLINKS, "emptying")) ||
 		    (ret = run(cache, ST_CLEAR_PACKS1, "emptying")) ||
-		    (ret = run(cache, ST_CLEAR_PACK1_ENTRIES, "emptying")) ||
+		    (run_drop(cache), 0) ||
+		    (ret = run(cache, ST_CLEAR_PACK1_CHUNKS, "emptying")) ||
 		    (ret = run(cache, ST_CLEAR_PACK1_IDX, "emptying")) ||
 		    (ret = run(cache, ST_CLEAR_REF_NAMES, "emptying")))
 			goto out;
@@ -1148,6 +1153,10 @@ int cache_pack1_finish(struct cache *cache, const struct cache_pack1 *p)
 
 	if ((ret = lock(cache)))
 		return ret;
+	if ((ret = run_flush(cache))) {
+		unlock(cache);
+		return ret;
+	}
 	sqlite3_bind_int64(st, 1, p->id);
 	sqlite3_bind_blob(st, 2, p->checksum, 20, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 3, p->objects);
@@ -1161,12 +1170,14 @@ int cache_pack1_finish(struct cache *cache, const struct cache_pack1 *p)
 int cache_pack1_drop(struct cache *cache, int64_t pack)
 {
 	static const enum cache_stmt which[] = {
-		ST_PACK1_DROP_ENTRIES, ST_PACK1_DROP_IDX, ST_PACK1_DROP,
+		ST_PACK1_DROP_CHUNKS, ST_PACK1_DROP_IDX, ST_PACK1_DROP,
 	};
 	int ret;
 
 	if ((ret = lock(cache)))
 		return ret;
+	if (cache->run.entries && cache->run.pack == pack)
+		run_drop(cache);
 	for (size_t i = 0; !ret && i < sizeof(which) / sizeof(which[0]); i++) {
 		sqlite3_bind_int64(cache->stmt[which[i]], 1, pack);
 		ret = run(cache, which[i], "dropping a pack");
@@ -1175,48 +1186,212 @@ int cache_pack1_drop(struct cache *cache, int64_t pack)
 	return ret;
 }
 
+/* ---- runs of pack entries (pack1_chunks; see schema.c) ----------------- */
+
+#define RUN_OFFSET_BITS 40
+#define RUN_OFFSET_MAX ((uint64_t)1 << RUN_OFFSET_BITS)
+#define RUN_PACK_MAX ((int64_t)1 << (63 - RUN_OFFSET_BITS))
+
+enum run_flags {
+	RUN_SHA256 = 1,
+	RUN_BASE = 2,
+	RUN_DATA = 4,
+};
+
+static int run_varint(struct buf *b, uint64_t v)
+{
+	unsigned char c[10];
+	size_t n = 0;
+
+	do {
+		c[n] = v & 0x7f;
+		v >>= 7;
+		if (v)
+			c[n] |= 0x80;
+		n++;
+	} while (v);
+	return buf_add(b, c, n);
+}
+
+static int run_get_varint(const unsigned char **pp, const unsigned char *end,
+			  uint64_t *out)
+{
+	const unsigned char *p = *pp;
+	uint64_t v = 0;
+
+	for (unsigned shift = 0; p < end && shift < 64; shift += 7) {
+		unsigned char c = *p++;
+
+		v |= (uint64_t)(c & 0x7f) << shift;
+		if (!(c & 0x80)) {
+			*pp = p;
+			*out = v;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* Write the run being put as a row, if it has entries.  Caller holds the lock. */
+static int run_flush(struct cache *cache)
+{
+	sqlite3_stmt *st = cache->stmt[ST_PACK1_CHUNK_PUT];
+	int ret;
+
+	if (!cache->run.entries)
+		return 0;
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)((uint64_t)cache->run.pack <<
+						  RUN_OFFSET_BITS | cache->run.first));
+	sqlite3_bind_blob(st, 2, cache->run.data.buf, (int)cache->run.data.len,
+			  SQLITE_STATIC);
+	ret = run(cache, ST_PACK1_CHUNK_PUT, "recording pack entries");
+	cache->run.entries = 0;
+	buf_reset(&cache->run.data);
+	return ret;
+}
+
+/* Forget the run being put (its batch is rolled back).  Caller holds the lock. */
+static void run_drop(struct cache *cache)
+{
+	cache->run.entries = 0;
+	buf_reset(&cache->run.data);
+}
+
 int cache_pack1_put_entry(struct cache *cache, int64_t pack,
 			  const struct cache_pack1_entry *e)
 {
-	sqlite3_stmt *st = cache->stmt[ST_PACK1_ENTRY_PUT];
+	struct buf *d = &cache->run.data;
+	unsigned char flags, crc[4];
 	int ret;
 
 	if (!e->hdr_len || e->hdr_len > sizeof(e->hdr) || !e->len ||
 	    (e->sha256.algo && e->sha256.algo->rawsz != 32) ||
 	    (e->base.algo && (!e->sha256.algo || e->base.algo->rawsz != 32)) ||
-	    (e->data && (!e->sha256.algo || e->data_len > INT32_MAX)))
+	    (e->data && (!e->sha256.algo || e->data_len > INT32_MAX)) ||
+	    pack < 0 || pack >= RUN_PACK_MAX)
 		return err_set(XL_EINVALID, "cache %s: a bad pack entry",
+			       cache->path);
+	if (e->offset >= RUN_OFFSET_MAX || e->len >= RUN_OFFSET_MAX - e->offset)
+		return err_set(XL_ETOOBIG, "cache %s: a SHA-1 pack over 1 TiB",
 			       cache->path);
 	if ((ret = lock(cache)))
 		return ret;
-	sqlite3_bind_int64(st, 1, pack);
-	sqlite3_bind_int64(st, 2, (sqlite3_int64)e->offset);
-	sqlite3_bind_int64(st, 3, (sqlite3_int64)e->len);
-	sqlite3_bind_int64(st, 4, (sqlite3_int64)e->src);
-	sqlite3_bind_blob(st, 5, e->hdr, (int)e->hdr_len, SQLITE_STATIC);
-	if (e->sha256.algo)
-		bind_oid(st, 6, &e->sha256);
-	else
-		sqlite3_bind_null(st, 6);
-	if (e->base.algo)
-		bind_oid(st, 7, &e->base);
-	else
-		sqlite3_bind_null(st, 7);
-	if (e->data)
-		sqlite3_bind_blob(st, 8, e->data, (int)e->data_len, SQLITE_STATIC);
-	else
-		sqlite3_bind_null(st, 8);
-	sqlite3_bind_int64(st, 9, e->crc);
-	ret = run(cache, ST_PACK1_ENTRY_PUT, "recording a pack entry");
+	if (cache->run.entries &&
+	    (cache->run.pack != pack || cache->run.next != e->offset) &&
+	    (ret = run_flush(cache)))
+		goto out;
+	if (!cache->run.entries) {
+		cache->run.pack = pack;
+		cache->run.first = e->offset;
+	}
+	flags = (unsigned char)((e->sha256.algo ? RUN_SHA256 : 0) |
+				(e->base.algo ? RUN_BASE : 0) |
+				(e->data ? RUN_DATA : 0));
+	crc[0] = (unsigned char)(e->crc >> 24);
+	crc[1] = (unsigned char)(e->crc >> 16);
+	crc[2] = (unsigned char)(e->crc >> 8);
+	crc[3] = (unsigned char)e->crc;
+	if ((ret = run_varint(d, e->len)) || (ret = run_varint(d, e->src)) ||
+	    (ret = buf_addch(d, (int)e->hdr_len)) ||
+	    (ret = buf_add(d, e->hdr, e->hdr_len)) || (ret = buf_addch(d, flags)) ||
+	    (e->sha256.algo && (ret = buf_add(d, e->sha256.hash, 32))) ||
+	    (e->base.algo && (ret = buf_add(d, e->base.hash, 32))) ||
+	    (e->data && ((ret = run_varint(d, e->data_len)) ||
+			 (ret = buf_add(d, e->data, e->data_len)))) ||
+	    (ret = buf_add(d, crc, 4))) {
+		run_drop(cache);	/* the batch fails: nothing of the run stays */
+		goto out;
+	}
+	cache->run.entries++;
+	cache->run.next = e->offset + e->len;
+	if (cache->run.entries >= CACHE_PACK1_CHUNK_ENTRIES ||
+	    d->len >= CACHE_PACK1_CHUNK_BYTES)
+		ret = run_flush(cache);
+out:
 	unlock(cache);
 	return ret;
+}
+
+/*
+ * The entries of run `row` (its key and bytes) that hold any byte of
+ * [from, to), appended to *list; kept payloads go to `payloads`, their
+ * places in data as offsets + 1 (the buffer may move as it grows).
+ */
+static int run_decode(struct cache *cache, uint64_t key, const unsigned char *p,
+		      const unsigned char *end, uint64_t from, uint64_t to,
+		      struct cache_pack1_entry **list, size_t *n, size_t *alloc,
+		      struct buf *payloads)
+{
+	uint64_t offset = key & (RUN_OFFSET_MAX - 1);
+
+	while (p < end) {
+		struct cache_pack1_entry e;
+		uint64_t data_len = 0;
+		unsigned char flags;
+		int ret;
+
+		memset(&e, 0, sizeof(e));
+		e.offset = offset;
+		if (run_get_varint(&p, end, &e.len) || !e.len ||
+		    e.len >= RUN_OFFSET_MAX - offset ||
+		    run_get_varint(&p, end, &e.src) || p >= end ||
+		    !(e.hdr_len = *p++) || e.hdr_len > sizeof(e.hdr) ||
+		    (size_t)(end - p) < e.hdr_len + 1)
+			goto bad;
+		memcpy(e.hdr, p, e.hdr_len);
+		p += e.hdr_len;
+		flags = *p++;
+		if ((flags & ~(RUN_SHA256 | RUN_BASE | RUN_DATA)) ||
+		    (!(flags & RUN_SHA256) && (flags & (RUN_BASE | RUN_DATA))))
+			goto bad;
+		if (flags & RUN_SHA256) {
+			if (end - p < 32)
+				goto bad;
+			oid_from_raw(&e.sha256, &hash_sha256, p);
+			p += 32;
+		}
+		if (flags & RUN_BASE) {
+			if (end - p < 32)
+				goto bad;
+			oid_from_raw(&e.base, &hash_sha256, p);
+			p += 32;
+		}
+		if ((flags & RUN_DATA) &&
+		    (run_get_varint(&p, end, &data_len) ||
+		     data_len > (uint64_t)(end - p)))
+			goto bad;
+		if ((uint64_t)(end - p) < data_len + 4)
+			goto bad;
+		if (offset + e.len > from && offset < to) {
+			if (flags & RUN_DATA) {
+				e.data_len = (size_t)data_len;
+				e.data = (const unsigned char *)(uintptr_t)(payloads->len + 1);
+				if ((ret = buf_add(payloads, p, e.data_len)))
+					return ret;
+			}
+			if (ARRAY_GROW(*list, *n, *alloc, 64))
+				return err_set(XL_ENOMEM, "out of memory");
+			(*list)[*n] = e;
+		}
+		p += data_len;
+		e.crc = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+			(uint32_t)p[2] << 8 | p[3];
+		p += 4;
+		if (offset + e.len > from && offset < to)
+			(*list)[(*n)++].crc = e.crc;
+		offset += e.len;
+	}
+	return 0;
+bad:
+	return err_set(XL_ECORRUPT, "cache %s: a bad run of pack entries at "
+		       "%llu", cache->path, (unsigned long long)offset);
 }
 
 int cache_pack1_entries(struct cache *cache, int64_t pack, uint64_t from,
 			uint64_t to, struct cache_pack1_entry **out, size_t *nr,
 			struct buf *payloads)
 {
-	sqlite3_stmt *st = cache->stmt[ST_PACK1_ENTRIES];
+	sqlite3_stmt *st = cache->stmt[ST_PACK1_CHUNKS];
 	struct cache_pack1_entry *list = NULL;
 	size_t n = 0, alloc = 0;
 	int ret;
@@ -1224,44 +1399,31 @@ int cache_pack1_entries(struct cache *cache, int64_t pack, uint64_t from,
 	*out = NULL;
 	*nr = 0;
 	buf_reset(payloads);
+	if (pack < 0 || pack >= RUN_PACK_MAX)
+		return err_set(XL_EINVALID, "cache %s: pack %lld", cache->path,
+			       (long long)pack);
+	if (from > RUN_OFFSET_MAX - 1)
+		from = RUN_OFFSET_MAX - 1;
+	if (to > RUN_OFFSET_MAX - 1)
+		to = RUN_OFFSET_MAX - 1;
 	if ((ret = lock(cache)))
 		return ret;
 	sqlite3_bind_int64(st, 1, pack);
 	sqlite3_bind_int64(st, 2, (sqlite3_int64)from);
 	sqlite3_bind_int64(st, 3, (sqlite3_int64)to);
 	while ((ret = step(cache, st, "reading pack entries")) == SQLITE_ROW) {
-		struct cache_pack1_entry *e;
-		int hlen = sqlite3_column_bytes(st, 3);
+		const unsigned char *p = sqlite3_column_blob(st, 1);
+		int len = sqlite3_column_bytes(st, 1);
 
-		if ((ret = ARRAY_GROW(list, n, alloc, 64)))
-			break;
-		e = &list[n];
-		memset(e, 0, sizeof(*e));
-		e->offset = (uint64_t)sqlite3_column_int64(st, 0);
-		e->len = (uint64_t)sqlite3_column_int64(st, 1);
-		e->src = (uint64_t)sqlite3_column_int64(st, 2);
-		if (hlen <= 0 || (size_t)hlen > sizeof(e->hdr) ||
-		    sqlite3_column_int64(st, 1) <= 0 ||
-		    sqlite3_column_int64(st, 2) < 0) {
-			ret = err_set(XL_ECORRUPT, "cache %s: a bad pack entry row",
-				      cache->path);
+		if (sqlite3_column_type(st, 1) != SQLITE_BLOB || len <= 0) {
+			ret = err_set(XL_ECORRUPT, "cache %s: a bad run of pack "
+				      "entries", cache->path);
 			break;
 		}
-		memcpy(e->hdr, sqlite3_column_blob(st, 3), (size_t)hlen);
-		e->hdr_len = (size_t)hlen;
-		if ((ret = column_oid(cache, st, 4, &hash_sha256, 1, &e->sha256)) < 0 ||
-		    (ret = column_oid(cache, st, 5, &hash_sha256, 1, &e->base)) < 0)
+		if ((ret = run_decode(cache, (uint64_t)sqlite3_column_int64(st, 0),
+				      p, p + len, from, to, &list, &n, &alloc,
+				      payloads)))
 			break;
-		e->crc = (uint32_t)sqlite3_column_int64(st, 7);
-		if (sqlite3_column_type(st, 6) == SQLITE_BLOB) {
-			/* offsets for now: the buffer may move as it grows */
-			e->data_len = (size_t)sqlite3_column_bytes(st, 6);
-			e->data = (const unsigned char *)(uintptr_t)(payloads->len + 1);
-			if ((ret = buf_add(payloads, sqlite3_column_blob(st, 6),
-					   e->data_len)))
-				break;
-		}
-		n++;
 	}
 	for (size_t i = 0; i < n; i++)
 		if (list[i].data)

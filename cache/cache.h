@@ -277,6 +277,9 @@ struct cache_pack1_entry {
 
 /* The .idx is kept in rows of this many bytes (the last may be shorter). */
 #define CACHE_PACK1_IDX_CHUNK 16384
+/* A run of entries ends after this many, or once it holds this many bytes. */
+#define CACHE_PACK1_CHUNK_ENTRIES 64
+#define CACHE_PACK1_CHUNK_BYTES 32768
 
 /* Every synthesized pack (malloc'd array, by id).  0, XL_EIO, XL_ECORRUPT. */
 int cache_pack1_list(struct cache *cache, struct cache_pack1 **out, size_t *nr);
@@ -287,6 +290,14 @@ int cache_pack1_list(struct cache *cache, struct cache_pack1 **out, size_t *nr);
  */
 int cache_pack1_add(struct cache *cache, struct cache_pack1 *p);
 int cache_pack1_finish(struct cache *cache, const struct cache_pack1 *p);
+/*
+ * Record an entry (inside the batch of its pack).  Entries are put in
+ * pack order and kept in runs, a row of the file a run (the rows are
+ * written as runs fill up, by cache_pack1_finish() and by
+ * cache_commit()); an entry that does not start where the last ended
+ * starts a new run.  A pack may reach 1 TiB.  0, XL_EINVALID (a bad
+ * entry), XL_ETOOBIG, XL_EIO.
+ */
 int cache_pack1_put_entry(struct cache *cache, int64_t pack,
 			  const struct cache_pack1_entry *e);
 int cache_pack1_put_idx(struct cache *cache, int64_t pack, uint32_t chunk,

@@ -21,9 +21,10 @@ _Static_assert(CACHE_APP_ID == 0x786c6673, "application id is \"xlfs\"");
 /*
  * PRAGMA user_version: bump with every incompatible schema change, and
  * teach schema.c to migrate the previous ones (version 1 had no `retry`
- * column, version 2 no synthesized packs).
+ * column, version 2 no synthesized packs, version 3 no ref names,
+ * version 4 a row per pack entry).
  */
-#define CACHE_SCHEMA_VERSION 4
+#define CACHE_SCHEMA_VERSION 5
 
 /*
  * How long a statement waits for another process's lock before failing
@@ -71,16 +72,16 @@ enum cache_stmt {
 	ST_CLEAR_PACKS,
 	ST_CLEAR_GITLINKS,
 	ST_CLEAR_PACKS1,
-	ST_CLEAR_PACK1_ENTRIES,
+	ST_CLEAR_PACK1_CHUNKS,
 	ST_CLEAR_PACK1_IDX,
 	ST_PACK1_LIST,		/* the synthesized packs */
 	ST_PACK1_PUT,
 	ST_PACK1_FINISH,
 	ST_PACK1_DROP,
-	ST_PACK1_DROP_ENTRIES,
+	ST_PACK1_DROP_CHUNKS,
 	ST_PACK1_DROP_IDX,
-	ST_PACK1_ENTRY_PUT,
-	ST_PACK1_ENTRIES,	/* the entries overlapping a byte range */
+	ST_PACK1_CHUNK_PUT,
+	ST_PACK1_CHUNKS,	/* the runs of entries overlapping a byte range */
 	ST_PACK1_IDX_PUT,
 	ST_PACK1_IDX_GET,
 	ST_CLEAR_REF_NAMES,
@@ -111,6 +112,17 @@ struct cache {
 	uint64_t serial;		/* names this cache's reason buffers;
 					   immutable after cache_open */
 	struct buf scratch;		/* backs gitlink paths in a walk */
+	/*
+	 * The run of pack entries being put (cache_pack1_put_entry), a row
+	 * of pack1_chunks once it is long enough, or at cache_pack1_finish
+	 * or cache_commit; dropped by cache_rollback.
+	 */
+	struct {
+		int64_t pack;
+		uint64_t first, next;	/* offsets: its first entry's, the next's */
+		uint32_t entries;
+		struct buf data;
+	} run;
 };
 
 /* A number no other cache of this process has had (for reason buffers). */

@@ -2,7 +2,7 @@
  * schema.c: the cache file itself: where it lives, its tables, and
  * whether it can be trusted.
  *
- * The schema, version 4 (PRAGMA user_version = 4), application id
+ * The schema, version 5 (PRAGMA user_version = 5), application id
  * 0x786c6673 "xlfs" (PRAGMA application_id), journal_mode WAL:
  *
  *   meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID
@@ -43,20 +43,29 @@
  *	    pack_size INTEGER NOT NULL,	bytes of the .pack
  *	    idx_size INTEGER NOT NULL)		bytes of the .idx
  *					(a handful of rows: found by a scan)
- *   pack1_entries(pack INTEGER,	packs1.id
- *		   offset INTEGER,	where the entry starts in the SHA-1 pack
- *		   len INTEGER NOT NULL,	its bytes
- *		   src INTEGER NOT NULL,	native pack offset of what follows hdr
- *		   hdr BLOB NOT NULL,		the bytes that start the entry
- *		   sha256 BLOB,		NULL: the rest is native bytes; else
- *					the object whose SHA-1 form follows
- *		   base BLOB,		NULL; else the delta follows that makes
- *					sha256's SHA-1 form from base's
- *		   data BLOB,		that payload (form or delta) when it is
- *					small, so that a read copies it; NULL:
- *					made from the objects when read
- *		   crc INTEGER NOT NULL,	CRC32 of the entry's bytes, as in the .idx
- *		   PRIMARY KEY(pack, offset)) WITHOUT ROWID
+ *   pack1_chunks(key INTEGER PRIMARY KEY,	packs1.id << 40 | offset of its
+ *		  entries BLOB NOT NULL)	first entry; then runs of entries,
+ *					one after the other in the pack (so
+ *					each starts where the last ended):
+ *     len varint		its bytes
+ *     src varint		native pack offset of what follows hdr
+ *     hdr_len byte, hdr	the bytes that start the entry (1 to 32)
+ *     flags byte		1: sha256 follows, the object whose SHA-1 form
+ *				follows hdr (else the rest is native bytes);
+ *				2: base follows, and the delta that makes
+ *				sha256's SHA-1 form from base's; 4: the
+ *				payload (form or delta) follows, kept because
+ *				it is small, so that a read copies it (else
+ *				made from the objects when read)
+ *     [sha256 32] [base 32] [payload_len varint, payload]
+ *     crc 4 bytes		CRC32 of the entry's bytes, as in the .idx
+ *				(big-endian)
+ *					A few dozen entries a row (at most
+ *					CACHE_PACK1_CHUNK_ENTRIES, or past
+ *					CACHE_PACK1_CHUNK_BYTES): a row each
+ *					cost more than laying the entry out,
+ *					and a read wants its neighbours anyway.
+ *					The readers check every field.
  *   pack1_idx(key INTEGER PRIMARY KEY,	packs1.id << 32 | chunk number
  *	       data BLOB NOT NULL)	the .idx, CACHE_PACK1_IDX_CHUNK bytes a row
  *					(rowid table: the rows are big)
@@ -89,8 +98,9 @@
  *       BEGIN IMMEDIATE transaction (re-checking inside it, since another
  *       process may be creating it at the same moment)
  *     otherwise they must be ours and CACHE_SCHEMA_VERSION, or version 1
- *       to 3, migrated in place (migrate_v1: a column and an index; then
- *       migrate_add: the synthesized packs' tables, the ref names)
+ *       to 4, migrated in place (migrate_v1: a column and an index; then
+ *       migrate_add: the synthesized packs' tables, the ref names, the
+ *       packs' entries in runs)
  *   journal_mode=WAL, quick_check(1), the set of schema objects, meta
  *     'format', then synchronous=NORMAL and every statement prepared
  *
@@ -143,28 +153,27 @@
 	"CHECK (typeof(native) = 'text' AND typeof(checksum) = 'blob' AND " \
 	"length(checksum) = 20 AND typeof(objects) = 'integer' AND " \
 	"typeof(pack_size) = 'integer' AND typeof(idx_size) = 'integer'));" \
-	"CREATE TABLE pack1_entries(" \
-	"pack INTEGER NOT NULL, " \
-	"offset INTEGER NOT NULL, " \
-	"len INTEGER NOT NULL, " \
-	"src INTEGER NOT NULL, " \
-	"hdr BLOB NOT NULL, " \
-	"sha256 BLOB, " \
-	"base BLOB, " \
-	"data BLOB, " \
-	"crc INTEGER NOT NULL, " \
-	"PRIMARY KEY (pack, offset), " \
-	"CHECK (typeof(offset) = 'integer' AND typeof(len) = 'integer' AND " \
-	"len > 0 AND typeof(src) = 'integer' AND typeof(hdr) = 'blob' AND " \
-	"length(hdr) BETWEEN 1 AND 32 AND " \
-	"(sha256 IS NULL OR (typeof(sha256) = 'blob' AND length(sha256) = 32)) AND " \
-	"(base IS NULL OR (sha256 IS NOT NULL AND typeof(base) = 'blob' AND " \
-	"length(base) = 32)) AND " \
-	"(data IS NULL OR (sha256 IS NOT NULL AND typeof(data) = 'blob')))" \
-	") WITHOUT ROWID;" \
+	"CREATE TABLE pack1_chunks(" \
+	"key INTEGER PRIMARY KEY, " \
+	"entries BLOB NOT NULL " \
+	"CHECK (typeof(entries) = 'blob' AND length(entries) > 0));" \
 	"CREATE TABLE pack1_idx(" \
 	"key INTEGER PRIMARY KEY, " \
 	"data BLOB NOT NULL CHECK (typeof(data) = 'blob'));"
+
+/*
+ * Version 4 kept a row per pack entry; 5 keeps runs of them.  The
+ * layouts are dropped, not converted: the next build lays the packs out
+ * again (a 2-to-5 migration has no pack1_entries to drop).
+ */
+#define PACK1_CHUNKS_MIGRATION \
+	"DROP TABLE IF EXISTS pack1_entries;" \
+	"DELETE FROM packs1;" \
+	"DELETE FROM pack1_idx;" \
+	"CREATE TABLE IF NOT EXISTS pack1_chunks(" \
+	"key INTEGER PRIMARY KEY, " \
+	"entries BLOB NOT NULL " \
+	"CHECK (typeof(entries) = 'blob' AND length(entries) > 0));"
 
 /* The ref names' table: the schema's, and version 3's migration. */
 #define REF_NAMES_SCHEMA \
@@ -238,7 +247,7 @@ static const char *const schema_objects[][2] = {
 	{ "table", "objects" },
 	{ "index", "objects_retry" },
 	{ "index", "objects_sha1" },
-	{ "table", "pack1_entries" },
+	{ "table", "pack1_chunks" },
 	{ "table", "pack1_idx" },
 	{ "table", "packs" },
 	{ "table", "packs1" },
@@ -529,9 +538,10 @@ fail:
 }
 
 /*
- * Version `from` to from + 1 by adding empty tables (`sql`): 2 to 3, the
- * synthesized packs' (the next build lays the packs out); 3 to 4, the
- * ref names (the next build fills it).  One IMMEDIATE transaction, as
+ * Version `from` to from + 1 by running `sql`: 2 to 3 adds the
+ * synthesized packs' tables (the next build lays the packs out); 3 to 4
+ * the ref names (the next build fills it); 4 to 5 keeps pack entries in
+ * runs, and drops the layouts.  One IMMEDIATE transaction, as
  * migrate_v1.
  */
 static int migrate_add(struct cache *cache, int64_t from, const char *sql,
@@ -686,6 +696,12 @@ static int check_file(struct cache *cache, struct buf *why)
 		    (ret = read_header(cache, &app, &version, &tables, why)))
 			return ret;
 	}
+	if (version == 4) {
+		if ((ret = set_wal(cache, why)) ||
+		    (ret = migrate_add(cache, 4, PACK1_CHUNKS_MIGRATION, why)) ||
+		    (ret = read_header(cache, &app, &version, &tables, why)))
+			return ret;
+	}
 	if (version != CACHE_SCHEMA_VERSION)
 		return bad(why, "schema version %lld, this xlatefs uses %d",
 			   (long long)version, CACHE_SCHEMA_VERSION);
@@ -834,6 +850,7 @@ int cache_open(struct cache **out, const char *path,
 	cache->warn_data = warn_data;
 	cache->serial = cache_next_serial();
 	buf_init(&cache->scratch);
+	buf_init(&cache->run.data);
 	if (pthread_mutexattr_init(&attr) ||
 	    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ERRORCHECK) ||
 	    pthread_mutex_init(&cache->lock, &attr)) {
@@ -879,6 +896,7 @@ void cache_close(struct cache *cache)
 		db_close(cache);
 	pthread_mutex_destroy(&cache->lock);
 	buf_release(&cache->scratch);
+	buf_release(&cache->run.data);
 	free(cache->path);
 	free(cache);
 }

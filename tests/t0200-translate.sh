@@ -50,7 +50,7 @@ done
 # on how many, or on how the threads met (rows in their table's order).
 if command -v sqlite3 >/dev/null 2>&1; then
 	dump_cache() {
-		for t in objects packs gitlinks packs1 pack1_entries pack1_idx ref_names; do
+		for t in objects packs gitlinks packs1 pack1_chunks pack1_idx ref_names; do
 			echo "== $t"
 			sqlite3 -readonly "$1" "SELECT * FROM $t" | sort
 		done

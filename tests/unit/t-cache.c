@@ -968,10 +968,18 @@ TEST(corrupt_future_version)
 
 	scratch_begin();
 	make_cache(&hash_sha256, 100);
-	sql(db_path, "PRAGMA user_version = 5");
-	c = open_ok(&hash_sha256, &w);
-	check_replaced(c, &w);
-	CHECK(strstr(w.last, "schema version 5") != NULL);
+	{
+		char text[64];
+
+		snprintf(text, sizeof(text), "PRAGMA user_version = %d",
+			 CACHE_SCHEMA_VERSION + 1);
+		sql(db_path, text);
+		c = open_ok(&hash_sha256, &w);
+		check_replaced(c, &w);
+		snprintf(text, sizeof(text), "schema version %d",
+			 CACHE_SCHEMA_VERSION + 1);
+		CHECK(strstr(w.last, text) != NULL);
+	}
 	cache_close(c);
 
 	/* and an older one */
@@ -1752,7 +1760,7 @@ TEST(pack1_layouts)
 	CHECK_INT(cache_pack1_list(c, &list, &nr), 0);
 	CHECK_INT(nr, 0);
 	free(list);
-	CHECK_INT(sql_int(db_path, "SELECT count(*) FROM pack1_entries"), 0);
+	CHECK_INT(sql_int(db_path, "SELECT count(*) FROM pack1_chunks"), 0);
 	CHECK_INT(sql_int(db_path, "SELECT count(*) FROM pack1_idx"), 0);
 
 	/* and dropped one by one */
@@ -1761,7 +1769,7 @@ TEST(pack1_layouts)
 	CHECK_INT(cache_pack1_put_entry(c, p.id, &e[1]), 0);
 	CHECK_INT(cache_commit(c), 0);
 	CHECK_INT(cache_pack1_drop(c, p.id), 0);
-	CHECK_INT(sql_int(db_path, "SELECT count(*) FROM pack1_entries"), 0);
+	CHECK_INT(sql_int(db_path, "SELECT count(*) FROM pack1_chunks"), 0);
 	cache_close(c);
 out:
 	buf_release(&payloads);
@@ -1777,7 +1785,7 @@ out:
 static void check_migrated(int from, const char *drop)
 {
 	struct warnings w = { 0 };
-	char sql_text[256];
+	char sql_text[1024];
 	struct cache *c;
 	uint64_t n, u;
 
@@ -1793,24 +1801,201 @@ static void check_migrated(int from, const char *drop)
 			  CACHE_SCHEMA_VERSION);
 		CHECK_INT(cache_count(c, &n, &u), 0);
 		CHECK_INT(n, 50);
-		CHECK_INT(sql_int(db_path, "SELECT count(*) FROM pack1_entries"), 0);
+		CHECK_INT(sql_int(db_path, "SELECT count(*) FROM pack1_chunks"), 0);
 		CHECK_INT(sql_int(db_path, "SELECT count(*) FROM ref_names"), 0);
 		cache_close(c);
 	}
 	scratch_end();
 }
 
+/* Version 4's table of pack entries, a row each. */
+#define V4_PACK1_ENTRIES \
+	"CREATE TABLE pack1_entries(pack INTEGER NOT NULL, " \
+	"offset INTEGER NOT NULL, len INTEGER NOT NULL, src INTEGER NOT NULL, " \
+	"hdr BLOB NOT NULL, sha256 BLOB, base BLOB, data BLOB, " \
+	"crc INTEGER NOT NULL, PRIMARY KEY (pack, offset)) WITHOUT ROWID;"
+
 /* Version 2 gains the packs' tables and the ref names', and keeps its names. */
 TEST(migrate_from_version_2)
 {
-	check_migrated(2, "DROP TABLE packs1; DROP TABLE pack1_entries; "
+	check_migrated(2, "DROP TABLE packs1; DROP TABLE pack1_chunks; "
 		       "DROP TABLE pack1_idx; DROP TABLE ref_names;");
 }
 
 /* Version 3 gains the ref names' table. */
 TEST(migrate_from_version_3)
 {
-	check_migrated(3, "DROP TABLE ref_names;");
+	check_migrated(3, "DROP TABLE ref_names; DROP TABLE pack1_chunks; "
+		       V4_PACK1_ENTRIES);
+}
+
+/*
+ * Version 4 kept a row per pack entry: its layouts are dropped (the next
+ * build lays the packs out again), its names kept.
+ */
+TEST(migrate_from_version_4)
+{
+	check_migrated(4, "DROP TABLE pack1_chunks; " V4_PACK1_ENTRIES
+		       "INSERT INTO packs1(native, checksum, objects, pack_size, "
+		       "idx_size) VALUES ('x', zeroblob(20), 1, 40, 1100);"
+		       "INSERT INTO pack1_entries VALUES (1, 12, 8, 0, x'30', "
+		       "NULL, NULL, NULL, 0);"
+		       "INSERT INTO pack1_idx VALUES (4294967296, x'00');");
+	scratch_begin();
+	make_cache(&hash_sha256, 5);
+	sql(db_path, "DROP TABLE pack1_chunks; " V4_PACK1_ENTRIES
+	    "INSERT INTO packs1(native, checksum, objects, pack_size, idx_size) "
+	    "VALUES ('x', zeroblob(20), 1, 40, 1100); PRAGMA user_version = 4;");
+	{
+		struct warnings w = { 0 };
+		struct cache *c = open_ok(&hash_sha256, &w);
+
+		CHECK_INT(w.n, 0);
+		CHECK_INT(sql_int(db_path, "SELECT count(*) FROM packs1"), 0);
+		CHECK_INT(sql_int(db_path, "SELECT count(*) FROM sqlite_schema "
+				  "WHERE name = 'pack1_entries'"), 0);
+		cache_close(c);
+	}
+	scratch_end();
+}
+
+/*
+ * Entries are kept in runs: many entries over many rows read back by any
+ * range, whatever the runs' edges; an entry that does not follow the
+ * last starts a run of its own; a damaged run is corruption.
+ */
+TEST(pack1_runs)
+{
+	struct warnings w = { 0 };
+	struct cache_pack1 p = { 0 };
+	struct cache_pack1_entry e, *got = NULL;
+	struct buf payloads = BUF_INIT;
+	unsigned char data[3000];
+	size_t nr = 0, want;
+	uint64_t off = 12;
+	struct cache *c;
+	int bad = 0;
+
+	scratch_begin();
+	c = open_ok(&hash_sha256, &w);
+	if (!c)
+		goto out;
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (unsigned char)(i * 7);
+	snprintf(p.native, sizeof(p.native), "%064d", 9);
+	CHECK_INT(cache_begin(c), 0);
+	CHECK_INT(cache_pack1_add(c, &p), 0);
+	/* 1000 entries, every third with a payload of (i % 1000) bytes */
+	for (uint32_t i = 0; i < 1000; i++) {
+		memset(&e, 0, sizeof(e));
+		e.offset = off;
+		e.len = 10 + i % 17;
+		e.src = 1000000 + i;
+		e.hdr_len = 1 + i % 3;
+		memset(e.hdr, (int)i, e.hdr_len);
+		e.crc = 0x1000u + i;
+		if (i % 2) {
+			memset(e.sha256.hash, (int)i, 32);
+			e.sha256.algo = &hash_sha256;
+		}
+		if (i % 2 && i % 3 == 0) {
+			e.data = data;
+			e.data_len = i % 1000;
+		}
+		if (!bad && cache_pack1_put_entry(c, p.id, &e))
+			bad = 1;
+		off += e.len;
+	}
+	CHECK_INT(bad, 0);
+	/* a gap: a run of its own */
+	memset(&e, 0, sizeof(e));
+	e.offset = off + 100;
+	e.len = 5;
+	e.hdr[0] = 0x30;
+	e.hdr_len = 1;
+	e.crc = 77;
+	CHECK_INT(cache_pack1_put_entry(c, p.id, &e), 0);
+	p.objects = 1001;
+	p.pack_size = off + 125;
+	CHECK_INT(cache_pack1_finish(c, &p), 0);
+	CHECK_INT(cache_commit(c), 0);
+	CHECK(sql_int(db_path, "SELECT count(*) FROM pack1_chunks") > 10);
+
+	/* every range of 1 to 300 bytes, at steps of 37: the entries it touches */
+	for (uint64_t from = 0; from < off && !bad; from += 37) {
+		uint64_t to = from + 1 + from % 300, at = 12, expect = 0;
+		size_t first = SIZE_MAX;
+
+		if (to > off)
+			to = off;	/* the entry past the gap comes later */
+
+		for (uint32_t i = 0; i < 1000; i++) {
+			uint64_t len = 10 + i % 17;
+
+			if (at + len > from && at < to) {
+				if (first == SIZE_MAX)
+					first = i;
+				expect++;
+			}
+			at += len;
+		}
+		if (cache_pack1_entries(c, p.id, from, to, &got, &nr, &payloads) ||
+		    nr != expect) {
+			bad = 1;
+		} else {
+			for (size_t k = 0; k < nr; k++) {
+				uint32_t i = (uint32_t)(first + k);
+
+				if (got[k].src != 1000000 + i || got[k].crc != 0x1000u + i ||
+				    got[k].hdr_len != 1 + i % 3 ||
+				    !!got[k].sha256.algo != (int)(i % 2) ||
+				    (got[k].data ? got[k].data_len : 9999) !=
+				    (i % 2 && i % 3 == 0 ? i % 1000 : 9999) ||
+				    (got[k].data && memcmp(got[k].data, data, got[k].data_len)))
+					bad = 1;
+			}
+			if (nr && got[0].offset > from)
+				bad = from >= 12;
+		}
+		free(got);
+		got = NULL;
+	}
+	CHECK_INT(bad, 0);
+	/* the entry after the gap, alone */
+	CHECK_INT(cache_pack1_entries(c, p.id, off + 101, off + 102, &got, &nr,
+				      &payloads), 0);
+	CHECK_INT(nr, 1);
+	if (nr == 1)
+		CHECK_INT(got[0].crc, 77);
+	free(got);
+	got = NULL;
+	/* nothing in the gap itself */
+	CHECK_INT(cache_pack1_entries(c, p.id, off + 10, off + 20, &got, &nr,
+				      &payloads), 0);
+	CHECK_INT(nr, 0);
+	free(got);
+	got = NULL;
+	/* a run cut short is corruption, not fewer entries */
+	want = (size_t)sql_int(db_path, "SELECT min(key) FROM pack1_chunks");
+	cache_close(c);
+	{
+		char text[200];
+
+		snprintf(text, sizeof(text), "UPDATE pack1_chunks SET entries = "
+			 "substr(entries, 1, length(entries) - 3) WHERE key = %zu",
+			 want);
+		sql(db_path, text);
+	}
+	c = open_ok(&hash_sha256, &w);
+	if (c) {
+		CHECK_INT(cache_pack1_entries(c, p.id, 0, 100, &got, &nr, &payloads),
+			  XL_ECORRUPT);
+		free(got);
+		cache_close(c);
+	}
+out:
+	buf_release(&payloads);
+	scratch_end();
 }
 
 struct seen_names {
@@ -1920,7 +2105,9 @@ const struct test tests[] = {
 	T(corrupt_foreign_application),
 	T(corrupt_future_version),
 	T(pack1_layouts),
+	T(pack1_runs),
 	T(ref_names),
+	T(migrate_from_version_4),
 	T(migrate_from_version_3),
 	T(migrate_from_version_2),
 	T(migrate_from_version_1),
