@@ -910,42 +910,113 @@ static void set_unreadable(struct build *b, struct xmap_entry *e, int ret)
 	b->nr_unreadable++;
 }
 
-/* Type and size of every new object; unreadable ones are marked. */
+/* ---- work on every thread ------------------------------------------ */
+
+static int build_threads(const struct build *b)
+{
+	int threads = b->opts->threads > 0 ? b->opts->threads :
+		(int)sysconf(_SC_NPROCESSORS_ONLN);
+
+	return threads < 1 ? 1 : threads > 64 ? 64 : threads;
+}
+
+/*
+ * fn(b, i, scratch) for every i below n, on the build's threads (this
+ * one too), in blocks of PAR_BLOCK.  fn may only write what belongs to
+ * i.  The first error stops them all and is returned with its message
+ * (err_msg() is per thread).
+ */
+#define PAR_BLOCK 64
+
+typedef int (*par_fn)(struct build *b, size_t i, struct buf *scratch);
+
+struct par {
+	struct build *b;
+	size_t n;
+	par_fn fn;
+	atomic_size_t next;		/* the next block to take */
+	pthread_mutex_t lock;
+	int error;			/* guarded by lock: the first error */
+	char errmsg[1024];		/* and its message */
+};
+
+static void *par_worker(void *arg)
+{
+	struct par *p = arg;
+	struct buf scratch = BUF_INIT;
+	size_t block;
+
+	while ((block = atomic_fetch_add(&p->next, 1)) < (p->n + PAR_BLOCK - 1) / PAR_BLOCK) {
+		size_t end = (block + 1) * PAR_BLOCK < p->n ? (block + 1) * PAR_BLOCK : p->n;
+
+		for (size_t i = block * PAR_BLOCK; i < end; i++) {
+			int ret = p->fn(p->b, i, &scratch);
+
+			if (!ret)
+				continue;
+			pthread_mutex_lock(&p->lock);
+			if (!p->error) {
+				p->error = ret;
+				snprintf(p->errmsg, sizeof(p->errmsg), "%s", err_msg());
+			}
+			pthread_mutex_unlock(&p->lock);
+			atomic_store(&p->next, p->n);	/* stop all */
+			break;
+		}
+	}
+	buf_release(&scratch);
+	return NULL;
+}
+
+static int par_for(struct build *b, size_t n, par_fn fn)
+{
+	struct par p = { .b = b, .n = n, .fn = fn };
+	int threads = build_threads(b), started = 0;
+	pthread_t tid[64];
+
+	atomic_init(&p.next, 0);
+	pthread_mutex_init(&p.lock, NULL);
+	for (int t = 1; t < threads && (size_t)t * PAR_BLOCK < n; t++)
+		if (!pthread_create(&tid[started], NULL, par_worker, &p))
+			started++;
+	par_worker(&p);
+	for (int t = 0; t < started; t++)
+		pthread_join(tid[t], NULL);
+	pthread_mutex_destroy(&p.lock);
+	return p.error ? err_set(p.error, "%s", p.errmsg) : 0;
+}
+
+/* ---- classify -------------------------------------------------------- */
+
+/* Type and size of new object i; an unreadable one is marked. */
+static int classify_one(struct build *b, size_t i, struct buf *scratch)
+{
+	/* entries do not move: nothing is added to the table meanwhile */
+	struct xmap_entry *e = xmap_get(&b->map, &b->todo[i]);
+	enum obj_type type;
+	size_t size;
+	int ret;
+
+	if ((ret = odb_read_header(b->odb, &b->todo[i], &type, &size))) {
+		if (!is_unreadable(ret))
+			return ret;
+		set_unreadable(b, e, ret);
+		return 0;
+	}
+	e->type = (uint8_t)type;
+	e->size256 = size;
+	return 0;
+}
+
 static int classify(struct build *b)
 {
-	for (size_t i = 0; i < b->nr; i++) {
-		struct xmap_entry *e = xmap_get(&b->map, &b->todo[i]);
-		enum obj_type type;
-		size_t size;
-		int ret;
-
-		if ((ret = odb_read_header(b->odb, &b->todo[i], &type, &size))) {
-			if (!is_unreadable(ret))
-				return ret;
-			set_unreadable(b, e, ret);
-			continue;
-		}
-		e->type = (uint8_t)type;
-		e->size256 = size;
-	}
-	return 0;
+	return par_for(b, b->nr, classify_one);
 }
 
 static int check_collision(struct build *b, const struct oid *oid,
 			   const struct oid *sha1);
 
 /* ---- blobs, in parallel --------------------------------------------- */
-
-struct blob_job {
-	struct build *b;
-	size_t *idx;			/* positions in b->todo of the blobs */
-	size_t nr;
-	atomic_size_t next;		/* the next blob to take */
-	pthread_mutex_t lock;
-	int error;			/* guarded by lock: a read error that
-					   stops the build, and its message */
-	char errmsg[1024];
-};
 
 /* SHA-1 of "blob <size>\0" + content, streamed: no whole copy in memory. */
 static int hash_blob(struct odb *odb, const struct oid *oid,
@@ -990,84 +1061,33 @@ static int hash_blob(struct odb *odb, const struct oid *oid,
 	return ret;
 }
 
-static void *blob_worker(void *arg)
+/* The SHA-1 name of new object i, if it is a blob still to name. */
+static int blob_one(struct build *b, size_t i, struct buf *scratch)
 {
-	struct blob_job *job = arg;
-	struct build *b = job->b;
-	struct buf scratch = BUF_INIT;
-	size_t i;
+	struct xmap_entry *e = xmap_get(&b->map, &b->todo[i]);
+	int ret;
 
-	while ((i = atomic_fetch_add(&job->next, 1)) < job->nr) {
-		/* entries do not move: nothing is added to the table meanwhile */
-		struct xmap_entry *e = xmap_get(&b->map, &b->todo[job->idx[i]]);
-
-		int ret = hash_blob(b->odb, &b->todo[job->idx[i]], e->sha1,
-				    &scratch);
-
-		if (ret && is_unreadable(ret)) {
-			char reason[1100];
-
-			/* not set_unreadable(): it counts, and we are many */
-			snprintf(reason, sizeof(reason), "cannot read: %s", err_msg());
-			e->reason = strdup(reason);
-			e->flags |= XMAP_F_UNREADABLE | XMAP_F_RETRY;
-			if (ret == XL_ENOTFOUND && (e->flags & XMAP_F_RETRIED))
-				e->flags |= XMAP_F_GONE;
-			e->state = XMAP_BAD;
-		} else if (ret) {
-			pthread_mutex_lock(&job->lock);
-			if (!job->error) {
-				job->error = ret;
-				snprintf(job->errmsg, sizeof(job->errmsg), "%s",
-					 err_msg());
-			}
-			pthread_mutex_unlock(&job->lock);
-			atomic_store(&job->next, job->nr);	/* stop all */
-			break;
-		} else {
-			e->size1 = e->size256;
-			e->state = XMAP_DONE;
-		}
-		atomic_fetch_add(&b->done, 1);
+	if (e->state != XMAP_PENDING || e->type != OBJ_BLOB)
+		return 0;
+	ret = hash_blob(b->odb, &b->todo[i], e->sha1, scratch);
+	if (ret && !is_unreadable(ret))
+		return ret;
+	if (ret) {
+		set_unreadable(b, e, ret);
+	} else {
+		e->size1 = e->size256;
+		e->state = XMAP_DONE;
 	}
-	buf_release(&scratch);
-	return NULL;
+	atomic_fetch_add(&b->done, 1);
+	return 0;
 }
 
 static int name_blobs(struct build *b)
 {
-	struct blob_job job = { .b = b };
-	int threads = b->opts->threads > 0 ? b->opts->threads :
-		(int)sysconf(_SC_NPROCESSORS_ONLN);
-	pthread_t tid[64];
-	int started = 0, ret = 0;
+	int ret;
 
-	job.idx = malloc((b->nr ? b->nr : 1) * sizeof(*job.idx));
-	if (!job.idx)
-		return err_set(XL_ENOMEM, "out of memory");
-	for (size_t i = 0; i < b->nr; i++) {
-		struct xmap_entry *e = xmap_get(&b->map, &b->todo[i]);
-
-		if (e->state == XMAP_PENDING && e->type == OBJ_BLOB)
-			job.idx[job.nr++] = i;
-	}
-	atomic_init(&job.next, 0);
-	pthread_mutex_init(&job.lock, NULL);
-	if (threads < 1)
-		threads = 1;
-	if (threads > 64)
-		threads = 64;
-	for (int t = 1; t < threads && (size_t)t < job.nr; t++)
-		if (!pthread_create(&tid[started], NULL, blob_worker, &job))
-			started++;
-	blob_worker(&job);	/* this thread works too */
-	for (int t = 0; t < started; t++)
-		pthread_join(tid[t], NULL);
-	pthread_mutex_destroy(&job.lock);
-	if (job.error) {
-		free(job.idx);
-		return err_set(job.error, "%s", job.errmsg);
-	}
+	if ((ret = par_for(b, b->nr, blob_one)))
+		return ret;
 
 	/*
 	 * Blobs claim their SHA-1 names like everything else.  All blobs
@@ -1076,14 +1096,16 @@ static int name_blobs(struct build *b)
 	 * claims table per blob (and, when the cache is not empty, one
 	 * lookup by SHA-1 name, as for every other new object).
 	 */
-	for (size_t i = 0; i < job.nr && !ret; i++) {
-		const struct oid *oid = &b->todo[job.idx[i]];
+	for (size_t i = 0; i < b->nr && !ret; i++) {
+		const struct oid *oid = &b->todo[i];
 		struct xmap_entry *e = xmap_get(&b->map, oid);
 		struct oid sha1;
 
+		/* every new blob was pending (the unreadable ones have no type) */
+		if (e->type != OBJ_BLOB)
+			continue;
 		if (e->state == XMAP_BAD) {
-			b->nr_unreadable++;
-			ret = store(b, oid);
+			ret = store(b, oid);	/* counts it; stores nothing */
 			continue;
 		}
 		oid_from_raw(&sha1, &hash_sha1, e->sha1);
@@ -1095,7 +1117,6 @@ static int name_blobs(struct build *b)
 		else
 			ret = store(b, oid);
 	}
-	free(job.idx);
 	return ret;
 }
 
@@ -1754,15 +1775,10 @@ static int name_the_rest(struct build *b)
 	struct sched s = { 0 };
 	struct walker *w = NULL;
 	pthread_t tid[64];
-	int threads = b->opts->threads > 0 ? b->opts->threads :
-		(int)sysconf(_SC_NPROCESSORS_ONLN);
+	int threads = build_threads(b);
 	size_t nr_nodes = b->map.nr;
 	int started = 0, ret = 0;
 
-	if (threads < 1)
-		threads = 1;
-	if (threads > 64)
-		threads = 64;
 	pthread_mutex_init(&s.lock, NULL);
 	pthread_cond_init(&s.more, NULL);
 	if (!(s.nodes = calloc(nr_nodes ? nr_nodes : 1, sizeof(*s.nodes))) ||
