@@ -1198,40 +1198,6 @@ enum run_flags {
 	RUN_DATA = 4,
 };
 
-static int run_varint(struct buf *b, uint64_t v)
-{
-	unsigned char c[10];
-	size_t n = 0;
-
-	do {
-		c[n] = v & 0x7f;
-		v >>= 7;
-		if (v)
-			c[n] |= 0x80;
-		n++;
-	} while (v);
-	return buf_add(b, c, n);
-}
-
-static int run_get_varint(const unsigned char **pp, const unsigned char *end,
-			  uint64_t *out)
-{
-	const unsigned char *p = *pp;
-	uint64_t v = 0;
-
-	for (unsigned shift = 0; p < end && shift < 64; shift += 7) {
-		unsigned char c = *p++;
-
-		v |= (uint64_t)(c & 0x7f) << shift;
-		if (!(c & 0x80)) {
-			*pp = p;
-			*out = v;
-			return 0;
-		}
-	}
-	return -1;
-}
-
 /* Write the run being put as a row, if it has entries.  Caller holds the lock. */
 static int run_flush(struct cache *cache)
 {
@@ -1291,12 +1257,12 @@ int cache_pack1_put_entry(struct cache *cache, int64_t pack,
 	crc[1] = (unsigned char)(e->crc >> 16);
 	crc[2] = (unsigned char)(e->crc >> 8);
 	crc[3] = (unsigned char)e->crc;
-	if ((ret = run_varint(d, e->len)) || (ret = run_varint(d, e->src)) ||
+	if ((ret = buf_add_varint(d, e->len)) || (ret = buf_add_varint(d, e->src)) ||
 	    (ret = buf_addch(d, (int)e->hdr_len)) ||
 	    (ret = buf_add(d, e->hdr, e->hdr_len)) || (ret = buf_addch(d, flags)) ||
 	    (e->sha256.algo && (ret = buf_add(d, e->sha256.hash, 32))) ||
 	    (e->base.algo && (ret = buf_add(d, e->base.hash, 32))) ||
-	    (e->data && ((ret = run_varint(d, e->data_len)) ||
+	    (e->data && ((ret = buf_add_varint(d, e->data_len)) ||
 			 (ret = buf_add(d, e->data, e->data_len)))) ||
 	    (ret = buf_add(d, crc, 4))) {
 		run_drop(cache);	/* the batch fails: nothing of the run stays */
@@ -1332,9 +1298,9 @@ static int run_decode(struct cache *cache, uint64_t key, const unsigned char *p,
 
 		memset(&e, 0, sizeof(e));
 		e.offset = offset;
-		if (run_get_varint(&p, end, &e.len) || !e.len ||
+		if (varint_get(&p, end, &e.len) || !e.len ||
 		    e.len >= RUN_OFFSET_MAX - offset ||
-		    run_get_varint(&p, end, &e.src) || p >= end ||
+		    varint_get(&p, end, &e.src) || p >= end ||
 		    !(e.hdr_len = *p++) || e.hdr_len > sizeof(e.hdr) ||
 		    (size_t)(end - p) < e.hdr_len + 1)
 			goto bad;
@@ -1357,7 +1323,7 @@ static int run_decode(struct cache *cache, uint64_t key, const unsigned char *p,
 			p += 32;
 		}
 		if ((flags & RUN_DATA) &&
-		    (run_get_varint(&p, end, &data_len) ||
+		    (varint_get(&p, end, &data_len) ||
 		     data_len > (uint64_t)(end - p)))
 			goto bad;
 		if ((uint64_t)(end - p) < data_len + 4)

@@ -138,3 +138,41 @@ int array_grow(void *arrayp, size_t *alloc, size_t nr, size_t elem,
 	*alloc = n;
 	return 0;
 }
+
+int buf_add_varint(struct buf *b, uint64_t v)
+{
+	unsigned char c[10];
+	size_t n = 0;
+
+	do {
+		c[n] = v & 0x7f;
+		v >>= 7;
+		if (v)
+			c[n] |= 0x80;
+		n++;
+	} while (v);
+	return buf_add(b, c, n);
+}
+
+int varint_get(const unsigned char **pp, const unsigned char *end,
+	       uint64_t *out)
+{
+	const unsigned char *p = *pp;
+	uint64_t v = 0;
+	unsigned shift = 0;
+	unsigned char c;
+
+	do {
+		if (p >= end)
+			return -1;
+		c = *p++;
+		/* bits that would fall off the top of 64 */
+		if (shift > 63 || (shift > 57 && ((c & 0x7f) >> (64 - shift))))
+			return -1;
+		v |= (uint64_t)(c & 0x7f) << shift;
+		shift += 7;
+	} while (c & 0x80);
+	*pp = p;
+	*out = v;
+	return 0;
+}

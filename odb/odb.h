@@ -102,6 +102,15 @@ int buf_addch(struct buf *b, int c);
 int buf_addf(struct buf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 int buf_setlen(struct buf *b, size_t len);	/* len <= alloc-1 */
+/*
+ * Varints as Git's delta headers spell them: seven bits a byte, least
+ * significant first, the high bit set on every byte but the last.
+ * buf_add_varint() appends v; varint_get() reads one from [*pp, end)
+ * and moves *pp past it, or returns -1 (truncated, or over 64 bits).
+ */
+int buf_add_varint(struct buf *b, uint64_t v);
+int varint_get(const unsigned char **pp, const unsigned char *end,
+	       uint64_t *out);
 static inline void buf_reset(struct buf *b)
 {
 	if (b->alloc)

@@ -1179,6 +1179,12 @@ struct edge {
 	uint32_t next;		/* 1 + the next edge of the list; 0: none */
 };
 
+/* A stack of entry indexes. */
+struct queue {
+	uint32_t *v;
+	size_t nr, alloc;
+};
+
 struct sched {
 	pthread_mutex_t lock;
 	pthread_cond_t more;		/* work queued, or the walk ended */
@@ -1186,8 +1192,7 @@ struct sched {
 	struct edge *edges;
 	size_t nr_edges, alloc_edges;
 	uint32_t free_edges;		/* 1 + the first unused edge */
-	uint32_t *ready, *open;		/* stacks of entry indexes */
-	size_t nr_ready, alloc_ready, nr_open, alloc_open;
+	struct queue ready, open;	/* to close, to open */
 	int busy;			/* walkers at work */
 	int ended;
 	int error;			/* the first error that stops the walk */
@@ -1204,22 +1209,12 @@ static void entry_oid(const struct build *b, uint32_t i, struct oid *oid)
 	oid_from_raw(oid, repo_algo(b->repo), b->map.entries[i].key);
 }
 
-/* Under s->lock. */
-static int push_ready(struct sched *s, uint32_t i)
+/* Queue entry i on q (under s->lock), and wake a walker for it. */
+static int push(struct sched *s, struct queue *q, uint32_t i)
 {
-	if (ARRAY_GROW(s->ready, s->nr_ready, s->alloc_ready, 1024))
+	if (ARRAY_GROW(q->v, q->nr, q->alloc, 1024))
 		return err_set(XL_ENOMEM, "out of memory");
-	s->ready[s->nr_ready++] = i;
-	pthread_cond_signal(&s->more);
-	return 0;
-}
-
-/* Under s->lock. */
-static int push_open(struct sched *s, uint32_t i)
-{
-	if (ARRAY_GROW(s->open, s->nr_open, s->alloc_open, 1024))
-		return err_set(XL_ENOMEM, "out of memory");
-	s->open[s->nr_open++] = i;
+	q->v[q->nr++] = i;
 	pthread_cond_signal(&s->more);
 	return 0;
 }
@@ -1247,7 +1242,7 @@ static int wait_on(struct build *b, struct sched *s, uint32_t i, uint32_t j)
 	s->edges[k - 1].next = s->nodes[j].waiters;
 	s->nodes[j].waiters = k;
 	s->nodes[i].waiting++;
-	return s->nodes[j].phase == NODE_NEW ? push_open(s, j) : 0;
+	return s->nodes[j].phase == NODE_NEW ? push(s, &s->open, j) : 0;
 }
 
 /* Entry i is settled and published: wake what waits on it. */
@@ -1265,7 +1260,7 @@ static int walk_settled(struct walker *w, uint32_t i)
 
 		next = ed->next;
 		if (!--m->waiting && m->phase == NODE_OPEN && !ret)
-			ret = push_ready(s, ed->node);
+			ret = push(s, &s->ready, ed->node);
 		ed->next = s->free_edges;
 		s->free_edges = k;
 	}
@@ -1382,7 +1377,7 @@ static int walk_open(struct walker *w, uint32_t i)
 	for (size_t d = 0; d < w->ndeps && !ret; d++)
 		ret = wait_on(b, s, i, w->deps[d]);
 	if (!ret && !n->waiting)
-		ret = push_ready(s, i);
+		ret = push(s, &s->ready, i);
 	pthread_mutex_unlock(&s->lock);
 	return ret;
 }
@@ -1619,7 +1614,7 @@ static int walk_close(struct walker *w, uint32_t i)
 		pthread_mutex_lock(&s->lock);
 		ret = wait_on(b, s, i, j);
 		if (!ret && !s->nodes[i].waiting)
-			ret = push_ready(s, i);	/* settled meanwhile: again */
+			ret = push(s, &s->ready, i);	/* settled meanwhile: again */
 		pthread_mutex_unlock(&s->lock);
 		return ret;
 	}
@@ -1694,11 +1689,11 @@ static void *walker_main(void *arg)
 		uint32_t i;
 		int closing, ret;
 
-		if (s->nr_ready) {
-			i = s->ready[--s->nr_ready];
+		if (s->ready.nr) {
+			i = s->ready.v[--s->ready.nr];
 			closing = 1;
-		} else if (s->nr_open) {
-			i = s->open[--s->nr_open];
+		} else if (s->open.nr) {
+			i = s->open.v[--s->open.nr];
 			/* queued more than once, or settled before the walk */
 			if (s->nodes[i].phase != NODE_NEW ||
 			    xmap_state(&b->map.entries[i]) != XMAP_PENDING)
@@ -1791,8 +1786,13 @@ static int name_the_rest(struct build *b)
 		struct xmap_entry *e = xmap_get(&b->map, &b->todo[i]);
 
 		if (e->state == XMAP_PENDING && e->type != OBJ_BLOB)
-			ret = push_open(&s, entry_index(b, e));
+			ret = push(&s, &s.open, entry_index(b, e));
 	}
+	if (!s.open.nr)
+		goto out;	/* nothing to walk (a mount's idle build, say) */
+	/* more walkers than objects would only wait */
+	if ((size_t)threads > s.open.nr)
+		threads = (int)s.open.nr;
 	for (int t = 0; t < threads && !ret; t++)
 		ret = walker_init(&w[t], b, &s);
 	if (ret)
@@ -1821,8 +1821,8 @@ out:
 	free(w);
 	free(s.nodes);
 	free(s.edges);
-	free(s.ready);
-	free(s.open);
+	free(s.ready.v);
+	free(s.open.v);
 	pthread_cond_destroy(&s.more);
 	pthread_mutex_destroy(&s.lock);
 	return ret;

@@ -299,21 +299,6 @@ static int tree_entries(const struct buf *t, struct tree_ent **out, size_t *nr)
 	return 0;
 }
 
-static int put_varint(struct buf *out, uint64_t v)
-{
-	unsigned char b[10];
-	size_t n = 0;
-
-	do {
-		b[n] = v & 0x7f;
-		v >>= 7;
-		if (v)
-			b[n] |= 0x80;
-		n++;
-	} while (v);
-	return buf_add(out, b, n);
-}
-
 /* Copy base[off, off + len) (len <= 0xffffff, off < 2^32). */
 static int put_copy(struct buf *out, uint64_t off, uint64_t len)
 {
@@ -379,7 +364,7 @@ static int tree_delta(const struct buf *b, const struct buf *t, struct buf *out)
 			k = (k + 1) & (cap - 1);
 		slots[k] = (uint32_t)i;
 	}
-	if ((ret = put_varint(out, b->len)) || (ret = put_varint(out, t->len)))
+	if ((ret = buf_add_varint(out, b->len)) || (ret = buf_add_varint(out, t->len)))
 		goto out;
 	for (size_t i = 0; i <= nt && !ret; i++) {
 		uint32_t found = UINT32_MAX;
