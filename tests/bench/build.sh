@@ -19,8 +19,9 @@
 # and of index-pack on the bench repository (tests/bench/lib.sh), each
 # under /usr/bin/time for its peak RSS (total), plus one untimed run of
 # each whose anonymous memory (RssAnon in /proc/PID/status) is sampled
-# every 10 ms for its peak; then the time of a build after one new
-# commit on a ~15k-object repository.  Prints the medians and the
+# every 10 ms for its peak; the same runs on one thread each (how the
+# two scale); then the time of a build after one new commit on a
+# ~15k-object repository.  Prints the medians and the
 # ratios.  Exits 0 whatever the figures.
 
 set -eu -o pipefail
@@ -118,6 +119,22 @@ rm -f "$nonrepo/x.idx" "$nonrepo/x.rev"
 rm_cache
 sample_anon "$tmp/m.xl" "${build[@]}"
 
+# the same on one thread each: how each side scales
+if [ "$threads" -gt 1 ]; then
+	: >"$tmp/t1.git"
+	: >"$tmp/t1.xl"
+	ipack1=(git index-pack --object-format=sha256 --threads=1 -o "$nonrepo/x.idx" "$pack")
+	i=0
+	while [ $i -lt "$runs" ]; do
+		rm -f "$nonrepo/x.idx" "$nonrepo/x.rev"
+		(cd "$nonrepo" && timeit "$tmp/t1.git" "${ipack1[@]}")
+		rm_cache
+		timeit "$tmp/t1.xl" "${build[@]}" --threads 1
+		i=$((i + 1))
+	done
+	cmp -s "$nonrepo/x.idx" "${pack%.pack}.idx" || die "index-pack --threads=1 made another .idx"
+fi
+
 mg=$(median "$tmp/t.git")
 mx=$(median "$tmp/t.xl")
 echo "full translation build  ($nobj objects, SHA-256, $threads threads each, $runs runs each, alternating)"
@@ -135,6 +152,12 @@ else
 fi
 echo "  peak RSS, anonymous (RssAnon sampled every 10 ms, one run)  index-pack $(mib "$ag"), xlate build $(mib "$ax"); ratio $(ratio "$ax" "$ag")"
 echo "  $(tail -1 "$tmp/verify")"
+if [ "$threads" -gt 1 ]; then
+	mg1=$(median "$tmp/t1.git")
+	mx1=$(median "$tmp/t1.xl")
+	echo "  on 1 thread each: index-pack --threads=1 median $mg1 s, xlate build --threads 1 median $mx1 s; ratio $(ratio "$mx1" "$mg1")"
+	echo "  speed-up from 1 to $threads threads: index-pack $(ratio "$mg1" "$mg")x, xlate build $(ratio "$mx1" "$mx")x"
+fi
 
 # one new commit on a ~15k-object repository
 export GIT_AUTHOR_NAME=bench GIT_AUTHOR_EMAIL=bench@example.com
