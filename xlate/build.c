@@ -80,9 +80,14 @@
  * A transaction is committed a second after the last one (or after this
  * many objects): a killed build loses at most about a second's work.
  * Small batches cost dearly: names are random keys, so every batch
- * dirties pages all over the file's B-trees and rewrites them.
+ * dirties pages all over the file's B-trees, and its commit writes them
+ * all, which costs more the bigger the cache.  So a batch also lasts at
+ * least BATCH_COMMIT_SHARE times as long as the last commit took:
+ * commits stay under about a tenth of the build however large it is,
+ * and a killed build loses at most that much more.
  */
 #define BATCH_SECONDS 1.0
+#define BATCH_COMMIT_SHARE 10
 #define BATCH_OBJECTS 250000
 #define STREAM_MIN ((size_t)32 << 20)	/* hash blobs this big piecewise */
 
@@ -90,6 +95,14 @@ struct pack_mark {
 	char checksum[OID_HEXSZ_MAX + 1];
 	uint32_t objects;
 };
+
+static double seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
 
 /*
  * Results go to sqlite on a writer thread, so that the walk does not
@@ -104,6 +117,7 @@ struct queued {
 };
 
 struct writer {
+	atomic_uint_fast64_t commit_ns;	/* how long the last commit took */
 	pthread_mutex_t lock;
 	pthread_cond_t wake, idle;
 	struct queued *q;		/* guarded by lock */
@@ -151,8 +165,12 @@ static void *writer_main(void *arg)
 			if (ret) {
 				/* failed: drop the rest, the error is reported */
 			} else if (!take[i].co.sha256.algo) {
+				double t0 = seconds();
+
 				if (!(ret = cache_commit(w->cache)))
 					ret = cache_begin(w->cache);
+				atomic_store(&w->commit_ns,
+					     (uint_fast64_t)((seconds() - t0) * 1e9));
 			} else {
 				ret = cache_put(w->cache, &take[i].co);
 			}
@@ -210,6 +228,7 @@ static int writer_drain(struct writer *w)
 static int writer_start(struct writer *w, struct cache *cache)
 {
 	memset(w, 0, sizeof(*w));
+	atomic_init(&w->commit_ns, 0);
 	w->cache = cache;
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_cond_init(&w->wake, NULL);
@@ -333,13 +352,6 @@ struct build {
 
 /* ---- progress and storing ------------------------------------------- */
 
-static double seconds(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static void progress(struct build *b)
 {
@@ -370,6 +382,15 @@ static void spill_put(struct spill *sp, struct xmap_entry *e,
 		      const struct buf *form, struct spill_out *out);
 static void spill_write(struct spill *sp, struct spill_out *out);
 static void spill_return(struct spill *sp, struct buf *data);
+
+/* How long a batch lasts now (see BATCH_SECONDS). */
+static double batch_period(struct build *b)
+{
+	double commit = (double)atomic_load(&b->writer.commit_ns) / 1e9;
+
+	return commit * BATCH_COMMIT_SHARE > BATCH_SECONDS ?
+		commit * BATCH_COMMIT_SHARE : BATCH_SECONDS;
+}
 
 /*
  * Queue the row of oid (its table entry e) for the cache: named if
@@ -418,7 +439,7 @@ static int store_row(struct build *b, const struct oid *oid,
 	}
 	/* the clock is read every 256 objects, not every time */
 	if (++b->in_batch >= BATCH_OBJECTS ||
-	    (!(b->in_batch & 255) && seconds() - b->batch_start >= BATCH_SECONDS)) {
+	    (!(b->in_batch & 255) && seconds() - b->batch_start >= batch_period(b))) {
 		struct cache_object commit_point = { 0 };
 
 		if ((ret = writer_push(&b->writer, &commit_point)))
