@@ -5,30 +5,34 @@
  *   xlate_build
  *     gather       packs the cache has not finished, and loose objects:
  *                  every object not already in the cache is new
- *     classify     the type and size of each new object (headers only)
+ *     classify     the type and size of each new object (headers only),
+ *                  on N threads (opts->threads: one per processor)
  *     blobs        SHA-1 of "blob <size>\0" + content, on N threads;
  *                  a blob's SHA-1 form is its SHA-256 form
- *     the rest     an explicit-stack depth-first walk: an object is named
- *                  after everything it refers to (trees bottom-up,
- *                  commits after their trees and parents, tags after
- *                  their targets), by converting it with xlate_object()
- *                  and hashing the result
- *     store        in the order names are found, in batches, each batch
- *                  one transaction; then the packs are marked finished
+ *     the rest     N walkers sharing one schedule, depth first: an
+ *                  object is named after everything it refers to (trees
+ *                  bottom-up, commits after their trees and parents,
+ *                  tags after their targets), by converting it with
+ *                  xlate_object() and hashing the result (see "the
+ *                  rest, on every core" below)
+ *     store        on a writer thread, in the order names are found, in
+ *                  batches, each batch one transaction; then the packs
+ *                  are marked finished
  *     lay out      if asked (opts->pack1), the SHA-1 packs of finished
  *                  packs (pack1.c), from this build's table of names and
  *                  the SHA-1 forms the walk kept in a spill file, not
  *                  from sqlite lookups and conversions made again
  *
  * Memory: the name table holds every new object and every cached name
- * looked up (about 90 bytes each); the walk's stack holds one frame per
- * level, with the content of trees and tags on it (tree depth is small)
- * but not of commits, which are read again when their turn comes
- * (history can be millions deep).
+ * looked up (about 100 bytes each), the schedule 24 bytes more for each
+ * and its queues and edges; trees and tags are held from the moment
+ * they are read until they are named (depth first, that is a few paths
+ * of trees at a time), commits are not (history can be millions deep):
+ * they are read again when their turn comes.
  *
  * A repository whose objects refer to each other in a cycle cannot exist
- * unless it is corrupt (names are hashes); the walk notices a reference
- * to an object on its own stack and refuses both instead of looping.
+ * unless it is corrupt (names are hashes); the walk ends with them still
+ * waiting on each other, and refuses them instead of looping.
  *
  * Refusals that do not last.  A refusal is a fact about the object only
  * when its own bytes cause it (an unknown commit header, a malformed

@@ -187,11 +187,11 @@ struct xlate_build_stats {
  * looked at, and names already stored are read, not recomputed.
  *
  * Objects are named in dependency order (blobs; then trees, commits and
- * tags, each after everything it refers to) with explicit stacks, never
- * recursion, and blobs are hashed on opts->threads threads.  Results are
- * committed in batches in that same order, so a build killed at any
- * moment leaves a cache whose every entry is right, and the next build
- * carries on from there.
+ * tags, each after everything it refers to) on opts->threads threads,
+ * with explicit queues, never recursion; the cache holds the same bytes
+ * whatever the number of threads.  Results are committed in batches in
+ * that same order, so a build killed at any moment leaves a cache whose
+ * every entry is right, and the next build carries on from there.
  *
  * An object that cannot be converted, and everything that refers to it,
  * is stored without a SHA-1 name and with the reason.  Two objects that
