@@ -819,14 +819,23 @@ static int note_object(const struct oid *oid, void *data)
 {
 	struct build *b = data;
 	struct xmap_entry *e, copy;
+	size_t had = b->map.nr;
 	int ret;
 
-	if ((ret = lookup(b, oid, &copy, &e)))
-		return ret;
-	if (e)
-		return 0;	/* stored already, or seen in another pack */
-	if (!(e = xmap_add(&b->map, oid)))
-		return XL_ENOMEM;
+	if (b->cache_empty) {
+		/* nothing to ask the cache: one probe that adds if absent */
+		if (!(e = xmap_add(&b->map, oid)))
+			return XL_ENOMEM;
+		if (b->map.nr == had)
+			return 0;	/* seen in another pack */
+	} else {
+		if ((ret = lookup(b, oid, &copy, &e)))
+			return ret;
+		if (e)
+			return 0;	/* stored already, or seen in another pack */
+		if (!(e = xmap_add(&b->map, oid)))
+			return XL_ENOMEM;
+	}
 	e->is_new = 1;
 	if (ARRAY_GROW(b->todo, b->nr, b->alloc, 1024))
 		return XL_ENOMEM;
