@@ -86,7 +86,8 @@
  * Small batches cost dearly: names are random keys, so every batch
  * dirties pages all over the file's B-trees, and its commit writes them
  * all, which costs more the bigger the cache.  So a batch also lasts at
- * least BATCH_COMMIT_SHARE times as long as the last commit took:
+ * least BATCH_COMMIT_SHARE times the processor time the last commit took
+ * (not its wall time, which a stopped or starved process inflates):
  * commits stay under about a tenth of the build however large it is,
  * and a killed build loses at most that much more.
  */
@@ -99,6 +100,18 @@ struct pack_mark {
 	char checksum[OID_HEXSZ_MAX + 1];
 	uint32_t objects;
 };
+
+/*
+ * This thread's processor time: what a commit costs, which a process
+ * stopped or starved meanwhile does not inflate.
+ */
+static double thread_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
 
 static double seconds(void)
 {
@@ -121,7 +134,7 @@ struct queued {
 };
 
 struct writer {
-	atomic_uint_fast64_t commit_ns;	/* how long the last commit took */
+	atomic_uint_fast64_t commit_ns;	/* the last commit's processor time */
 	pthread_mutex_t lock;
 	pthread_cond_t wake, idle;
 	struct queued *q;		/* guarded by lock */
@@ -169,12 +182,12 @@ static void *writer_main(void *arg)
 			if (ret) {
 				/* failed: drop the rest, the error is reported */
 			} else if (!take[i].co.sha256.algo) {
-				double t0 = seconds();
+				double t0 = thread_seconds();
 
 				if (!(ret = cache_commit(w->cache)))
 					ret = cache_begin(w->cache);
 				atomic_store(&w->commit_ns,
-					     (uint_fast64_t)((seconds() - t0) * 1e9));
+					     (uint_fast64_t)((thread_seconds() - t0) * 1e9));
 			} else {
 				ret = cache_put(w->cache, &take[i].co);
 			}
@@ -399,15 +412,17 @@ static double batch_period(struct build *b)
 /*
  * Queue the row of oid (its table entry e) for the cache: named if
  * state is XMAP_DONE, refused if XMAP_BAD.  A named object's SHA-1 form
- * (form, may be NULL) goes to the spill file.  The caller publishes e's
- * state only afterwards, so that no row reaches the cache before the
- * rows of what it refers to.  Any thread may call it.
+ * (form, may be NULL) goes to the spill file; when that fills a buffer,
+ * the buffer is handed over in *spilled (then not NULL), for the caller
+ * to write with spill_handback() once it holds no lock.  The caller
+ * publishes e's state only afterwards, so that no row reaches the cache
+ * before the rows of what it refers to.  Any thread may call it.
  */
 static int store_row(struct build *b, const struct oid *oid,
-		     struct xmap_entry *e, uint8_t state, const struct buf *form)
+		     struct xmap_entry *e, uint8_t state, const struct buf *form,
+		     struct spill_out *spilled)
 {
 	struct cache_object co = { 0 };
-	struct spill_out spilled = { BUF_INIT, 0 };
 	int ret;
 
 	pthread_mutex_lock(&b->lock);
@@ -423,7 +438,7 @@ static int store_row(struct build *b, const struct oid *oid,
 		oid_from_raw(&co.sha1, &hash_sha1, e->sha1);
 		co.size1 = e->size1;
 		if (form)
-			spill_put(&b->spill, e, form, &spilled);
+			spill_put(&b->spill, e, form, spilled);
 	} else {
 		co.reason = e->reason;
 		co.retry = !!(e->flags & XMAP_F_RETRY);
@@ -454,13 +469,18 @@ static int store_row(struct build *b, const struct oid *oid,
 	}
 out:
 	pthread_mutex_unlock(&b->lock);
-	if (spilled.data.len) {
-		spill_write(&b->spill, &spilled);
-		pthread_mutex_lock(&b->lock);
-		spill_return(&b->spill, &spilled.data);
-		pthread_mutex_unlock(&b->lock);
-	}
 	return ret;
+}
+
+/* Write out what store_row() handed over, and give the buffer back. */
+static void spill_handback(struct build *b, struct spill_out *spilled)
+{
+	if (!spilled->data.len)
+		return;
+	spill_write(&b->spill, spilled);
+	pthread_mutex_lock(&b->lock);
+	spill_return(&b->spill, &spilled->data);
+	pthread_mutex_unlock(&b->lock);
 }
 
 /* The row of an entry of b->map that is settled already. */
@@ -468,7 +488,7 @@ static int store(struct build *b, const struct oid *oid)
 {
 	struct xmap_entry *e = xmap_get(&b->map, oid);
 
-	return store_row(b, oid, e, xmap_state(e), NULL);
+	return store_row(b, oid, e, xmap_state(e), NULL, NULL);
 }
 
 /* ---- the spill file ------------------------------------------------- */
@@ -1321,7 +1341,7 @@ static int walk_refuse(struct walker *w, uint32_t i, const char *why)
 	entry_oid(b, i, &oid);
 	xmap_set_bad(e, why);
 	atomic_fetch_add(&b->done, 1);
-	if ((ret = store_row(b, &oid, e, XMAP_BAD, NULL)))
+	if ((ret = store_row(b, &oid, e, XMAP_BAD, NULL, NULL)))
 		return ret;
 	return walk_settled(w, i);
 }
@@ -1341,7 +1361,7 @@ static int walk_unreadable(struct walker *w, uint32_t i, int ret)
 	entry_oid(b, i, &oid);
 	set_unreadable(b, e, ret);
 	atomic_fetch_add(&b->done, 1);
-	if ((ret = store_row(b, &oid, e, XMAP_BAD, NULL)))	/* counts it */
+	if ((ret = store_row(b, &oid, e, XMAP_BAD, NULL, NULL)))	/* counts it */
 		return ret;
 	return walk_settled(w, i);
 }
@@ -1533,7 +1553,7 @@ collision:
 	b->stats->collisions++;
 	xmap_set_bad(self, why);
 	atomic_fetch_add(&b->done, 1);
-	if ((ret = store_row(b, oid, self, XMAP_BAD, NULL)))
+	if ((ret = store_row(b, oid, self, XMAP_BAD, NULL, NULL)))
 		return ret;
 	snprintf(why, sizeof(why), "SHA-1 collision: %s is also the name of %s",
 		 hex1, oid_to_hex_r(hex, oid));
@@ -1543,7 +1563,7 @@ collision:
 		xmap_set_bad(o, why);
 		/* stored again, now refused (it may be an older object) */
 		o->is_new = 1;
-		ret = store_row(b, &owner, o, XMAP_BAD, NULL);
+		ret = store_row(b, &owner, o, XMAP_BAD, NULL, NULL);
 	} else {
 		/* named by an earlier build, and looked up by this one */
 		pthread_mutex_lock(&b->old_lock);
@@ -1551,7 +1571,7 @@ collision:
 		if (o && o->state == XMAP_DONE) {
 			xmap_set_bad(o, why);
 			o->is_new = 1;
-			ret = store_row(b, &owner, o, XMAP_BAD, NULL);
+			ret = store_row(b, &owner, o, XMAP_BAD, NULL, NULL);
 		}
 		pthread_mutex_unlock(&b->old_lock);
 		if (!o)
@@ -1586,6 +1606,7 @@ static int walk_named(struct walker *w, uint32_t i, const struct buf *content)
 {
 	struct build *b = w->b;
 	struct xmap_entry *e = &b->map.entries[i];
+	struct spill_out spilled = { BUF_INIT, 0 };
 	struct oid oid, sha1;
 	int ret;
 
@@ -1604,10 +1625,11 @@ static int walk_named(struct walker *w, uint32_t i, const struct buf *content)
 	}
 	if (!ret) {
 		atomic_fetch_add(&b->done, 1);
-		if (!(ret = store_row(b, &oid, e, XMAP_DONE, &w->conv)))
+		if (!(ret = store_row(b, &oid, e, XMAP_DONE, &w->conv, &spilled)))
 			xmap_publish(e, XMAP_DONE);
 	}
 	pthread_mutex_unlock(&b->names_lock);
+	spill_handback(b, &spilled);	/* nobody waits on this write */
 	if (ret < 0)
 		return ret;
 	return walk_settled(w, i);	/* named, or refused for a collision */
@@ -1700,7 +1722,7 @@ static int refuse_cycles(struct walker *w)
 		entry_oid(b, i, &oid);
 		xmap_set_bad(e, "in or behind a reference cycle (corrupt repository)");
 		atomic_fetch_add(&b->done, 1);
-		ret = store_row(b, &oid, e, XMAP_BAD, NULL);
+		ret = store_row(b, &oid, e, XMAP_BAD, NULL, NULL);
 		n->phase = NODE_CLOSED;
 		n->waiters = 0;
 		if (n->content) {
