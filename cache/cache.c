@@ -1292,6 +1292,7 @@ static int run_decode(struct cache *cache, uint64_t key, const unsigned char *p,
 
 	while (p < end) {
 		struct cache_pack1_entry e;
+		const unsigned char *crc;
 		uint64_t data_len = 0;
 		unsigned char flags;
 		int ret;
@@ -1328,6 +1329,9 @@ static int run_decode(struct cache *cache, uint64_t key, const unsigned char *p,
 			goto bad;
 		if ((uint64_t)(end - p) < data_len + 4)
 			goto bad;
+		crc = p + data_len;
+		e.crc = (uint32_t)crc[0] << 24 | (uint32_t)crc[1] << 16 |
+			(uint32_t)crc[2] << 8 | crc[3];
 		if (offset + e.len > from && offset < to) {
 			if (flags & RUN_DATA) {
 				e.data_len = (size_t)data_len;
@@ -1337,14 +1341,9 @@ static int run_decode(struct cache *cache, uint64_t key, const unsigned char *p,
 			}
 			if (ARRAY_GROW(*list, *n, *alloc, 64))
 				return err_set(XL_ENOMEM, "out of memory");
-			(*list)[*n] = e;
+			(*list)[(*n)++] = e;
 		}
-		p += data_len;
-		e.crc = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
-			(uint32_t)p[2] << 8 | p[3];
-		p += 4;
-		if (offset + e.len > from && offset < to)
-			(*list)[(*n)++].crc = e.crc;
+		p = crc + 4;
 		offset += e.len;
 	}
 	return 0;

@@ -369,7 +369,6 @@ struct build {
 
 /* ---- progress and storing ------------------------------------------- */
 
-
 static void progress(struct build *b)
 {
 	if (b->opts->progress)
@@ -545,7 +544,7 @@ static void spill_open(struct spill *sp, const char *cache_path)
 
 /*
  * Write out a buffer that spill_put() handed over; any thread.  It is
- * left in out->data, emptied, to be given back with spill_put().
+ * left in out->data, emptied, to be given back with spill_return().
  */
 static void spill_write(struct spill *sp, struct spill_out *out)
 {
