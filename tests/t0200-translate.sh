@@ -78,6 +78,10 @@ fi
 rc=$?
 [ $rc -eq 2 ] && grep -q 'from 1 to 64' "$TRASH/err" && ok "build --threads 0 is a usage error" ||
 	not_ok "build --threads 0 is a usage error (exit $rc)"
+"$XL" -C "$TW/sha256-packed.git" --cache "$TRASH/tv.sqlite" build -v 2>"$TRASH/err" &&
+	grep -Eq '^seconds: gather [0-9.]+, classify [0-9.]+, blobs [0-9.]+, trees/commits/tags [0-9.]+, store [0-9.]+, layout [0-9.]+$' "$TRASH/err" &&
+	ok "build -v says where its time went" ||
+	not_ok "build -v says where its time went (got: $(tail -1 "$TRASH/err"))"
 
 # the ref names a fresh mount reads first: every ref's object and peeled
 # tag, each once, with the twin's name for it

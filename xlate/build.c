@@ -2239,6 +2239,7 @@ int xlate_build(struct repo *repo, struct cache *cache,
 	struct buf settings = BUF_INIT;
 	uint64_t count, bad;
 	size_t hint = 0;
+	double t = seconds(), t1;
 	int ret;
 
 	memset(stats, 0, sizeof(*stats));
@@ -2287,8 +2288,12 @@ int xlate_build(struct repo *repo, struct cache *cache,
 	if ((ret = claims_init(&b.claims, b.nr)))
 		goto out;
 	b.total = b.nr;
+	t1 = seconds();
+	stats->secs_gather = t1 - t;
 	if ((ret = classify(&b)))
 		goto out;
+	t = seconds();
+	stats->secs_classify = t - t1;
 	progress(&b);
 
 	if (opts->pack1)
@@ -2311,8 +2316,12 @@ int xlate_build(struct repo *repo, struct cache *cache,
 	}
 	if (!ret)
 		ret = name_blobs(&b);
+	t1 = seconds();
+	stats->secs_blobs = t1 - t;
 	if (!ret)
 		ret = name_the_rest(&b);
+	t = seconds();
+	stats->secs_walk = t - t1;
 
 	if (!ret && b.collided)
 		ret = refuse_dependents(&b);
@@ -2338,8 +2347,11 @@ int xlate_build(struct repo *repo, struct cache *cache,
 	if (!ret && !cache_count(cache, &count, &bad))
 		stats->objects = count + stats->unreadable;
 	progress(&b);
+	t1 = seconds();
+	stats->secs_store = t1 - t;
 	if (!ret && opts->pack1)
 		ret = lay_out(&b);
+	stats->secs_layout = seconds() - t1;
 	if (!ret)
 		ret = remember_ref_names(&b);
 out:

@@ -47,6 +47,11 @@ int cmd_build(struct cli *cli, int argc, char **argv)
 			(unsigned long long)st.new_objects,
 			(unsigned long long)st.untranslatable,
 			st.untranslatable ? " (see git xlate report)" : "");
+	if (verbose)
+		fprintf(stderr, "seconds: gather %.3f, classify %.3f, blobs %.3f, "
+			"trees/commits/tags %.3f, store %.3f, layout %.3f\n",
+			st.secs_gather, st.secs_classify, st.secs_blobs,
+			st.secs_walk, st.secs_store, st.secs_layout);
 	/*
 	 * Everything else is named and committed (cli_build warned), but
 	 * the repository has objects that cannot be read: that is exit 1,

@@ -13,7 +13,7 @@
 # holds the objects, index-pack reads every object a second time for its
 # collision check, which flatters the build by 20-40%.  N is the number
 # of online processors (getconf _NPROCESSORS_ONLN), which is what
-# `git xlate build` uses: it has no thread option, and hashes blobs on
+# `git xlate build` uses by default: it hashes blobs and walks trees, commits and tags on
 # that many threads.  Both read the pack from the page cache (runs
 # alternate).  Times R alternating runs of a full build (fresh cache)
 # and of index-pack on the bench repository (tests/bench/lib.sh), each
@@ -117,7 +117,8 @@ cmp -s "$nonrepo/x.idx" "${pack%.pack}.idx" || die "index-pack outside the repos
 rm -f "$nonrepo/x.idx" "$nonrepo/x.rev"
 (cd "$nonrepo" && sample_anon "$tmp/m.git" "${ipack[@]}")
 rm_cache
-sample_anon "$tmp/m.xl" "${build[@]}"
+sample_anon "$tmp/m.xl" "${build[@]}" -v
+phases=$(sed -n 's/^seconds: //p' "$tmp/err")
 
 # the same on one thread each: how each side scales
 if [ "$threads" -gt 1 ]; then
@@ -150,6 +151,7 @@ if [ $have_time = 1 ]; then
 else
 	echo "  peak RSS, total: no /usr/bin/time here; VmHWM of the sampled run: index-pack $(mib "$hg"), xlate build $(mib "$hx")"
 fi
+[ -z "$phases" ] || echo "  where the build's time goes (the sampled run, wall seconds): $phases"
 echo "  peak RSS, anonymous (RssAnon sampled every 10 ms, one run)  index-pack $(mib "$ag"), xlate build $(mib "$ax"); ratio $(ratio "$ax" "$ag")"
 echo "  $(tail -1 "$tmp/verify")"
 if [ "$threads" -gt 1 ]; then
