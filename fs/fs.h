@@ -116,6 +116,7 @@ struct refsnap_view {
 struct refsnap {
 	atomic_int refcount;
 	double made;			/* monotonic seconds */
+	uint64_t gen;			/* xfs->snap_gen when it was begun */
 	struct refsnap_view view[XFS_GIT__COUNT];
 };
 
@@ -124,6 +125,12 @@ struct xfs;
 struct refsnap *refsnap_get(struct xfs *xfs);
 void refsnap_put(struct refsnap *snap);
 void refsnap_teardown(struct xfs *xfs);	/* the last snapshot, and the ref names */
+/*
+ * Make the snapshot anew now, after a build that named new objects, and
+ * retire the one that may hide their refs: once this returns, every
+ * reader sees the refs those names allow (status "ready" means that).
+ */
+void refsnap_refresh(struct xfs *xfs);
 /* A symbolic ref file at `path`, or NULL. */
 const struct symref_file *refsnap_find(const struct refsnap_view *v,
 				       const char *path);
@@ -179,10 +186,11 @@ struct xfs {
 
 	struct node_table *nodes;	/* node.c; has its own lock */
 
-	pthread_mutex_t snap_lock;	/* guards snap, snap_busy; snap_cond with it */
-	pthread_cond_t snap_cond;	/* the first snapshot is ready */
+	pthread_mutex_t snap_lock;	/* guards snap, snap_busy, snap_gen */
+	pthread_cond_t snap_cond;	/* with it: snap_busy went to 0 */
 	struct refsnap *snap;
 	int snap_busy;
+	uint64_t snap_gen;		/* a snapshot begun before it changed is old */
 	/*
 	 * The ref names the last build recorded (refsnap.c), sorted pairs
 	 * of raw names; good while the memo is at ref_names_gen.  Touched
@@ -192,6 +200,9 @@ struct xfs {
 	size_t nr_ref_names, alloc_ref_names;
 	uint64_t ref_names_gen;
 	int ref_names_loaded;
+	/* the broken refs last logged (refsnap.c): their count and sum */
+	uint64_t broken_logged;
+	uint32_t broken_sum;
 
 	pthread_mutex_t pack_lock;	/* guards packsnap, packs_seen */
 	struct packsnap *packsnap;
@@ -404,6 +415,7 @@ struct packsnap {
 };
 #define XFS_LOOSE_SNAP_MAX 20000
 struct packsnap *packsnap_get(struct xfs *xfs);	/* NULL: EIO (logged) */
+void packsnap_refresh(struct xfs *xfs);	/* make it anew now, as refsnap_refresh */
 void packsnap_put(struct packsnap *snap);
 
 /* 1 if `ino` is a pack file's number (it need not be listed any more). */

@@ -301,6 +301,18 @@ out:
 	return ret;
 }
 
+void packsnap_refresh(struct xfs *xfs)
+{
+	struct packsnap *snap;
+
+	pthread_mutex_lock(&xfs->pack_lock);
+	if (!packsnap_make(xfs, &snap)) {
+		packsnap_put(xfs->packsnap);
+		xfs->packsnap = snap;
+	}
+	pthread_mutex_unlock(&xfs->pack_lock);
+}
+
 struct packsnap *packsnap_get(struct xfs *xfs)
 {
 	struct packsnap *snap;

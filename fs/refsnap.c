@@ -200,10 +200,23 @@ static int sha1_of(struct xfs *xfs, const struct oid *oid, struct oid *out)
 	return 0;
 }
 
+/* FNV-1a: tells one set of broken names from another, for the log */
+static uint32_t name_sum(const char *name)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *name; name++)
+		h = (h ^ (unsigned char)*name) * 16777619u;
+	return h;
+}
+
 struct snap_walk {
 	struct xfs *xfs;
 	struct repo *repo;
 	struct refsnap *snap;
+	uint64_t broken;	/* broken refs seen, and a sum of their names */
+	uint32_t broken_sum;
+	char first_broken[128];
 };
 
 static int add_line(struct buf *b, const struct oid *oid, const char *name)
@@ -224,6 +237,14 @@ static int snap_ref(const struct ref *ref, void *data)
 	int has_peeled = 0, ret;
 	enum obj_type type;
 
+	if (ref->broken) {
+		/* Git ignores it with a warning: in neither view */
+		if (!w->broken++)
+			snprintf(w->first_broken, sizeof(w->first_broken), "%s",
+				 ref->name);
+		w->broken_sum = w->broken_sum * 31 + name_sum(ref->name);
+		return hide(v1, ref->name) ?: hide(v256, ref->name);
+	}
 	if (ref->target)
 		return add_symref(v256, ref->name, ref->target) ?:
 		       add_symref(v1, ref->name, ref->target);
@@ -295,7 +316,7 @@ static struct refsnap *snap_make(struct xfs *xfs)
 {
 	struct refsnap *snap = calloc(1, sizeof(*snap));
 	struct repo_ref *repo = xfs_repo_get(xfs);
-	struct snap_walk w = { xfs, repo->repo, snap };
+	struct snap_walk w = { .xfs = xfs, .repo = repo->repo, .snap = snap };
 	int ret;
 
 	if (!snap) {
@@ -319,33 +340,32 @@ static struct refsnap *snap_make(struct xfs *xfs)
 		refsnap_put(snap);
 		return NULL;
 	}
+	/* once for each set of broken refs, not for every snapshot */
+	if ((w.broken || xfs->broken_logged) &&
+	    (w.broken != xfs->broken_logged || w.broken_sum != xfs->broken_sum)) {
+		if (w.broken)
+			xfs_log(xfs, "ignoring %llu ref%s with a name Git refuses, "
+				"as Git does (the first: %s); status lists them",
+				(unsigned long long)w.broken, w.broken > 1 ? "s" : "",
+				w.first_broken);
+		xfs->broken_logged = w.broken;
+		xfs->broken_sum = w.broken_sum;
+	}
 	return snap;
 }
 
-struct refsnap *refsnap_get(struct xfs *xfs)
+/* Begun by the caller, who held snap_busy since snap_gen was `gen`: swap it in. */
+static struct refsnap *snap_install(struct xfs *xfs, struct refsnap *snap,
+				    uint64_t gen)
 {
-	struct refsnap *snap, *old;
-
-	pthread_mutex_lock(&xfs->snap_lock);
-	/* the very first one: wait for it rather than make it many times */
-	while (!xfs->snap && xfs->snap_busy)
-		pthread_cond_wait(&xfs->snap_cond, &xfs->snap_lock);
-	snap = xfs->snap;
-	if (snap && (xfs->snap_busy || xfs_now() - snap->made < XFS_REFS_MAX_AGE)) {
-		atomic_fetch_add(&snap->refcount, 1);
-		pthread_mutex_unlock(&xfs->snap_lock);
-		return snap;
-	}
-	xfs->snap_busy = 1;
-	pthread_mutex_unlock(&xfs->snap_lock);
-
-	snap = snap_make(xfs);
+	struct refsnap *old;
 
 	pthread_mutex_lock(&xfs->snap_lock);
 	xfs->snap_busy = 0;
 	pthread_cond_broadcast(&xfs->snap_cond);
 	old = xfs->snap;
 	if (snap) {
+		snap->gen = gen;
 		xfs->snap = snap;
 		atomic_fetch_add(&snap->refcount, 1);	/* the caller's */
 	} else if ((snap = old)) {
@@ -356,4 +376,43 @@ struct refsnap *refsnap_get(struct xfs *xfs)
 	pthread_mutex_unlock(&xfs->snap_lock);
 	refsnap_put(old);
 	return snap;
+}
+
+struct refsnap *refsnap_get(struct xfs *xfs)
+{
+	struct refsnap *snap;
+	uint64_t gen;
+
+	pthread_mutex_lock(&xfs->snap_lock);
+	/* the very first one: wait for it rather than make it many times */
+	while (!xfs->snap && xfs->snap_busy)
+		pthread_cond_wait(&xfs->snap_cond, &xfs->snap_lock);
+	snap = xfs->snap;
+	if (snap && (xfs->snap_busy || (snap->gen == xfs->snap_gen &&
+					xfs_now() - snap->made < XFS_REFS_MAX_AGE))) {
+		atomic_fetch_add(&snap->refcount, 1);
+		pthread_mutex_unlock(&xfs->snap_lock);
+		return snap;
+	}
+	xfs->snap_busy = 1;
+	gen = xfs->snap_gen;
+	pthread_mutex_unlock(&xfs->snap_lock);
+
+	return snap_install(xfs, snap_make(xfs), gen);
+}
+
+void refsnap_refresh(struct xfs *xfs)
+{
+	uint64_t gen;
+
+	pthread_mutex_lock(&xfs->snap_lock);
+	xfs->snap_gen++;
+	/* one begun before the names changed may hide refs: wait it out */
+	while (xfs->snap_busy)
+		pthread_cond_wait(&xfs->snap_cond, &xfs->snap_lock);
+	xfs->snap_busy = 1;
+	gen = xfs->snap_gen;
+	pthread_mutex_unlock(&xfs->snap_lock);
+
+	refsnap_put(snap_install(xfs, snap_make(xfs), gen));
 }

@@ -121,6 +121,16 @@ int updater_build(struct xfs *xfs, int tty)
 	recount |= stats.new_objects || stats.emptied;
 	if (!ret && recount)
 		ret = cache_count(xfs->writer, &objects, &untranslatable);
+	/*
+	 * Snapshots made while the names were missing hide the refs (and
+	 * the packs) that need them; they would be served for up to
+	 * XFS_REFS_MAX_AGE more.  Make them anew before saying "ready"
+	 * (once serving: the first build before mounting has no readers).
+	 */
+	if (!ret && xfs->nr_readers && (stats.new_objects || stats.emptied)) {
+		refsnap_refresh(xfs);
+		packsnap_refresh(xfs);
+	}
 
 	pthread_mutex_lock(&xfs->status_lock);
 	if (ret) {

@@ -5,28 +5,135 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
-static int open_error(const char *path)
+#define OPEN_FLAGS (O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+
+/*
+ * Files below a root.  A repository may come from anyone, and a mount
+ * may be read by users other than the one who mounted it (allow_other):
+ * a symlink below objects/ or refs/ that leads out of them would have us
+ * serve a file the repository does not hold, read with the mounting
+ * user's rights (a private key that happens to parse, a loose object of
+ * someone else's repository).  So a file below a root is opened only
+ * where its path, symlinks and all, stays below that root: openat2()
+ * with RESOLVE_BENEATH from the root, which a rename cannot race.  A
+ * link that stays inside is followed, as Git follows it.  The root
+ * itself may be a link: objects/ kept elsewhere, or an alternate, is
+ * the repository's own choice, not a file smuggled into it.
+ *
+ * Most paths have no link at all, and take one openat2() that refuses
+ * every link; only a path with one pays for opening the root.  On a
+ * kernel without openat2() (before 5.6), the resolved path is compared
+ * with the resolved root instead.
+ */
+static long openat2_fd(int dirfd, const char *path, uint64_t resolve)
+{
+	struct open_how how = { .flags = OPEN_FLAGS, .resolve = resolve };
+
+	return syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+}
+
+/* 1 if `path` resolves to a place below `root`, 0 if not, -1 on error */
+static int resolves_beneath(const char *root, const char *path)
+{
+	char *r = realpath(root, NULL), *p = realpath(path, NULL);
+	int ret = -1;
+
+	if (r && p) {
+		size_t n = strlen(r);
+
+		ret = !strncmp(p, r, n) && (p[n] == '/' || (n == 1 && *r == '/'));
+	}
+	free(r);
+	free(p);
+	return ret;
+}
+
+static int open_in(const char *root, const char *path)
+{
+	size_t n = root ? strlen(root) : 0;
+	long fd;
+	int rfd, err;
+
+	if (!root)
+		return open(path, OPEN_FLAGS);
+	fd = openat2_fd(AT_FDCWD, path, RESOLVE_NO_SYMLINKS);
+	if (fd >= 0 || (errno != ELOOP && errno != ENOSYS))
+		return (int)fd;
+	if (strncmp(path, root, n) || path[n] != '/') {
+		errno = EXDEV;	/* not below root at all */
+		return -1;
+	}
+	if (errno == ENOSYS) {
+		int fd2 = open(path, OPEN_FLAGS), in;
+
+		if (fd2 < 0)
+			return -1;
+		if ((in = resolves_beneath(root, path)) != 1) {
+			close(fd2);
+			errno = in ? errno : EXDEV;
+			return -1;
+		}
+		return fd2;
+	}
+	rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rfd < 0)
+		return -1;
+	fd = openat2_fd(rfd, path + n + 1, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS);
+	err = errno;
+	close(rfd);
+	errno = err;
+	return (int)fd;
+}
+
+static int open_error(const char *root, const char *path)
 {
 	if (errno == ENOENT || errno == ENOTDIR)
 		return err_set(XL_ENOTFOUND, "%s: no such file", path);
+	if (errno == EXDEV)	/* a fact about the repository's files */
+		return err_set(XL_ECORRUPT, "%s: a symlink that leads out of %s: "
+			       "not followed", path, root);
 	return err_errno("cannot open %s", path);
 }
 
+DIR *dir_open_in(const char *root, const char *path)
+{
+	int fd;
+	DIR *d;
+
+	if (!root)
+		return opendir(path);
+	fd = open_in(root, path);
+	if (fd < 0)
+		return NULL;
+	if (!(d = fdopendir(fd)))
+		close(fd);	/* not a directory: ENOTDIR */
+	return d;
+}
+
 int file_read(const char *path, size_t max, struct buf *out)
+{
+	return file_read_in(NULL, path, max, out);
+}
+
+int file_read_in(const char *root, const char *path, size_t max,
+		 struct buf *out)
 {
 	struct stat st;
 	int fd, ret = 0;
 
 	buf_reset(out);
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	fd = open_in(root, path);
 	if (fd < 0)
-		return open_error(path);
+		return open_error(root, path);
 	if (fstat(fd, &st)) {
 		ret = err_errno("cannot stat %s", path);
 		goto out;
@@ -72,15 +179,21 @@ out:
 
 int file_map(const char *path, const unsigned char **map, size_t *len)
 {
+	return file_map_in(NULL, path, map, len);
+}
+
+int file_map_in(const char *root, const char *path,
+		const unsigned char **map, size_t *len)
+{
 	struct stat st;
 	void *p;
 	int fd;
 
 	*map = NULL;
 	*len = 0;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	fd = open_in(root, path);
 	if (fd < 0)
-		return open_error(path);
+		return open_error(root, path);
 	if (fstat(fd, &st)) {
 		int ret = err_errno("cannot stat %s", path);
 

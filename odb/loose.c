@@ -58,13 +58,14 @@ void loose_path(struct buf *out, const char *objdir, const struct oid *oid)
  * Map the file and parse its header.  On success the caller owns the
  * mapping and gets where the compressed stream is.
  */
-static int loose_open(const char *path, const unsigned char **map,
-		      size_t *map_len, enum obj_type *type, size_t *size,
-		      unsigned char *hdr, size_t *hdr_got, size_t *hdr_len)
+static int loose_open(const char *objdir, const char *path,
+		      const unsigned char **map, size_t *map_len,
+		      enum obj_type *type, size_t *size, unsigned char *hdr,
+		      size_t *hdr_got, size_t *hdr_len)
 {
 	int ret;
 
-	if ((ret = file_map(path, map, map_len)))
+	if ((ret = file_map_in(objdir, path, map, map_len)))
 		return ret;
 	if ((ret = inflate_prefix(*map, *map_len, hdr, LOOSE_HDR_MAX,
 				  hdr_got)) ||
@@ -87,7 +88,7 @@ int loose_read(const char *objdir, const struct oid *oid,
 
 	buf_reset(out);
 	loose_path(&path, objdir, oid);
-	if ((ret = loose_open(path.buf, &map, &map_len, type, &size, hdr,
+	if ((ret = loose_open(objdir, path.buf, &map, &map_len, type, &size, hdr,
 			      &got, &hdr_len)))
 		goto out;
 	if (!inflate_size_plausible(map_len, size)) {
@@ -136,7 +137,7 @@ int loose_read_header(const char *objdir, const struct oid *oid,
 	int ret;
 
 	loose_path(&path, objdir, oid);
-	ret = loose_open(path.buf, &map, &map_len, type, size, hdr, &got,
+	ret = loose_open(objdir, path.buf, &map, &map_len, type, size, hdr, &got,
 			 &hdr_len);
 	file_unmap(map, map_len);
 	buf_release(&path);
@@ -151,11 +152,16 @@ int loose_has(const char *objdir, const struct oid *oid)
 	int ret;
 
 	loose_path(&path, objdir, oid);
-	ret = file_map(path.buf, &map, &len);
+	ret = file_map_in(objdir, path.buf, &map, &len);
 	if (!ret)
 		file_unmap(map, len);
 	buf_release(&path);
-	return ret == 0;
+	/*
+	 * A file there that cannot be opened (permissions, a symlink that
+	 * leads out) is there: reading it says why, where "not found"
+	 * would hide it.
+	 */
+	return ret != XL_ENOTFOUND;
 }
 
 static int cmp_raw32(const void *a, const void *b)
@@ -173,7 +179,7 @@ int loose_list(const char *objdir, const struct hash_algo *algo,
 	int ret = 0;
 
 	buf_addf(&dir, "%s/%02x", objdir, fanout);
-	d = opendir(dir.buf);
+	d = dir_open_in(objdir, dir.buf);
 	buf_release(&dir);
 	if (!d)
 		return 0;	/* no such fanout directory: no objects */

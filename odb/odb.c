@@ -97,7 +97,7 @@ static int source_read_alternates(struct odb *odb, struct odb_source *src)
 	int ret;
 
 	path_join(&path, src->objdir, "info/alternates");
-	ret = file_read(path.buf, 1 << 20, &text);
+	ret = file_read_in(src->objdir, path.buf, 1 << 20, &text);
 	buf_release(&path);
 	if (ret == XL_ENOTFOUND) {
 		err_clear();
@@ -178,6 +178,19 @@ static void broken_clear(struct odb *odb)
 	}
 }
 
+/* Note a pack (or pack directory) that could not be opened, and why. */
+static void broken_add(struct odb *odb, const char *path, const char *reason)
+{
+	struct broken_pack *b = calloc(1, sizeof(*b));
+
+	if (!b)
+		return;	/* it is only a note */
+	b->path = strdup(path);
+	b->reason = strdup(reason);
+	b->next = *broken_head(odb);
+	*broken_head(odb) = b;
+}
+
 /*
  * Scan each source's pack directory for .idx files we have not opened.
  * Caller holds odb->scan_lock.
@@ -191,8 +204,11 @@ static int odb_scan_packs(struct odb *odb)
 		DIR *d;
 
 		path_join(&dir, s->objdir, "pack");
-		d = opendir(dir.buf);
+		d = dir_open_in(s->objdir, dir.buf);
 		if (!d) {
+			if (errno == EXDEV)
+				broken_add(odb, dir.buf, "a symlink that leads out of "
+					   "the objects directory: not followed");
 			buf_release(&dir);
 			continue;
 		}
@@ -206,21 +222,15 @@ static int odb_scan_packs(struct odb *odb)
 			path_join(&path, dir.buf, de->d_name);
 			if (pack_known(odb, path.buf))
 				continue;
-			ret = pack_open(&pack, path.buf, odb->algo, odb->cache);
+			ret = pack_open(&pack, s->objdir, path.buf, odb->algo,
+					odb->cache);
 			if (ret == XL_ENOTFOUND) {
 				/* an .idx without its .pack: a repack in flight */
 				err_clear();
 				continue;
 			}
 			if (ret) {
-				struct broken_pack *b = calloc(1, sizeof(*b));
-
-				if (b) {
-					b->path = strdup(path.buf);
-					b->reason = strdup(err_msg());
-					b->next = *broken_head(odb);
-					*broken_head(odb) = b;
-				}
+				broken_add(odb, path.buf, err_msg());
 				err_clear();
 				continue;
 			}
@@ -797,7 +807,7 @@ int odb_stream_open(struct odb *odb, const struct oid *oid,
 	}
 
 	loose_path(&path, loc.objdir, oid);
-	if ((ret = file_map(path.buf, &st->map, &st->map_len)))
+	if ((ret = file_map_in(loc.objdir, path.buf, &st->map, &st->map_len)))
 		goto fail;
 	if (inflateInit(&st->zs) != Z_OK) {
 		ret = err_set(XL_ENOMEM, "zlib: cannot initialise");

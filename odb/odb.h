@@ -376,13 +376,23 @@ void odb_stream_close(struct odb_stream *st);
  * One ref as stored.  For a symbolic ref, `target` is the name it points
  * at and `oid` is what that resolves to (null if it dangles).  `peeled` is
  * set (has_peeled) when the backend recorded what an annotated tag peels to.
+ *
+ * A broken ref is a packed-refs line whose name Git's rules refuse ("..",
+ * a space, a control character, ".lock"...), or too long to take
+ * (REFNAME_MAX).  Git ignores such a ref with a warning and reads the
+ * rest; so do we.  Its name is for messages only, never a path or a
+ * lookup key: control characters become '?', and an over-long name is
+ * cut short and ends in "...".
  */
+#define REFNAME_MAX 4096
+
 struct ref {
 	char *name;
 	char *target;		/* NULL unless symbolic */
 	struct oid oid;
 	struct oid peeled;
 	int has_peeled;
+	int broken;		/* see above; refs_for_each() passes these too */
 };
 
 void ref_release(struct ref *ref);
@@ -399,6 +409,9 @@ int refs_read(struct repo *repo, const char *name, struct ref *out);
  * Every ref under refs/ (not HEAD), sorted by name as Git sorts
  * (byte-wise), loose refs overriding packed ones.  The struct passed to fn
  * is borrowed for the call.  A non-zero return from fn stops the walk.
+ * Broken refs (ref->broken) are passed as well, so that a caller can say
+ * it leaves them out, as Git warns "ignoring ref with broken name"; their
+ * oid is not to be used.
  */
 typedef int (*refs_each_fn)(const struct ref *ref, void *data);
 int refs_for_each(struct repo *repo, refs_each_fn fn, void *data);

@@ -7,6 +7,7 @@
 
 #include "odb.h"
 
+#include <dirent.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/types.h>
@@ -38,6 +39,20 @@ int file_read(const char *path, size_t max, struct buf *out);
  */
 int file_map(const char *path, const unsigned char **map, size_t *len);
 void file_unmap(const unsigned char *map, size_t len);
+
+/*
+ * The same for a file below `root` (path is root + "/" + more): opened
+ * only where the path, symlinks followed, stays below root; a symlink
+ * that leads out of it is XL_ECORRUPT, "not followed" (file.c says why).
+ * Every file below objects/ and of the refs is read so.
+ */
+int file_read_in(const char *root, const char *path, size_t max,
+		 struct buf *out);
+int file_map_in(const char *root, const char *path,
+		const unsigned char **map, size_t *len);
+
+/* opendir() of a directory below root, on the same terms (NULL, errno) */
+DIR *dir_open_in(const char *root, const char *path);
 
 /* Join dir and name with one '/'. */
 int path_join(struct buf *out, const char *dir, const char *name);
@@ -199,11 +214,12 @@ struct pack {
 };
 
 /*
- * Open a .pack and its .idx (given the .idx path), check the pack header
- * against the index and the trailing checksum against the one the index
- * recorded.  Returns 0, XL_ENOTFOUND, XL_ECORRUPT or XL_EIO.
+ * Open a .pack and its .idx (given the .idx path, below the objects
+ * directory `root`: file_map_in()), check the pack header against the
+ * index and the trailing checksum against the one the index recorded.
+ * Returns 0, XL_ENOTFOUND, XL_ECORRUPT or XL_EIO.
  */
-int pack_open(struct pack **out, const char *idx_path,
+int pack_open(struct pack **out, const char *root, const char *idx_path,
 	      const struct hash_algo *algo, struct delta_cache *cache);
 void pack_close(struct pack *pack);
 
@@ -273,6 +289,7 @@ int loose_read(const char *objdir, const struct oid *oid,
 	       enum obj_type *type, struct buf *out);
 int loose_read_header(const char *objdir, const struct oid *oid,
 		      enum obj_type *type, size_t *size);
+/* 1 if a file for oid is there, even one that cannot be opened (then reading it says why) */
 int loose_has(const char *objdir, const struct oid *oid);
 
 /*
@@ -324,8 +341,9 @@ int ref_array_sort_dedup(struct ref_array *arr);	/* 0 or XL_ENOMEM */
 
 /*
  * Parse packed-refs text into arr: "# pack-refs with: ..." header,
- * "<hex> <name>" lines and "^<hex>" peeled lines.  Returns 0 or
- * XL_ECORRUPT with the line number.
+ * "<hex> <name>" lines and "^<hex>" peeled lines.  A name Git refuses
+ * makes a broken ref (struct ref), not an error, as in Git.  Returns 0
+ * or XL_ECORRUPT with the line number (a line Git would die on).
  */
 int packed_refs_parse(const char *text, size_t len,
 		      const struct hash_algo *algo, const char *origin,

@@ -39,7 +39,7 @@ static int pack_fail(const struct pack *pack, uint64_t offset, int ret)
 	return ret;
 }
 
-int pack_open(struct pack **out, const char *idx_path,
+int pack_open(struct pack **out, const char *root, const char *idx_path,
 	      const struct hash_algo *algo, struct delta_cache *cache)
 {
 	struct pack *pack = calloc(1, sizeof(*pack));
@@ -64,11 +64,11 @@ int pack_open(struct pack **out, const char *idx_path,
 	memcpy(pack->path, idx_path, n - 4);
 	memcpy(pack->path + n - 4, ".pack", 6);
 
-	if ((ret = file_map(idx_path, &idx_map, &idx_len)))
+	if ((ret = file_map_in(root, idx_path, &idx_map, &idx_len)))
 		goto fail;
 	if ((ret = idx_parse(&pack->idx, idx_map, idx_len, algo, idx_path)))
 		goto fail;
-	if ((ret = file_map(pack->path, &pack->map, &pack->map_len)))
+	if ((ret = file_map_in(root, pack->path, &pack->map, &pack->map_len)))
 		goto fail;
 	if (pack->map_len < PACK_HDR_LEN + algo->rawsz ||
 	    memcmp(pack->map, "PACK", 4)) {

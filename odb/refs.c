@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define SYMREF_DEPTH 5	/* as Git's SYMREF_MAXDEPTH */
 
@@ -161,7 +162,7 @@ int packed_refs_parse(const char *text, size_t len,
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
 		struct ref ref;
-		char name[4096];
+		char name[REFNAME_MAX];
 
 		line++;
 		if (n && p[n - 1] == '\r')
@@ -181,19 +182,30 @@ int packed_refs_parse(const char *text, size_t len,
 			p = nl ? nl + 1 : end;
 			continue;
 		} else {
-			if (n < algo->hexsz + 2 || p[algo->hexsz] != ' ' ||
-			    n - algo->hexsz - 1 >= sizeof(name))
+			size_t nlen;
+
+			if (n < algo->hexsz + 2 || p[algo->hexsz] != ' ')
 				return ERR_CORRUPT("%s: line %d: bad ref line",
 						   origin, line);
 			memset(&ref, 0, sizeof(ref));
 			if (oid_from_hex(&ref.oid, algo, p))
 				return ERR_CORRUPT("%s: line %d: bad object name",
 						   origin, line);
-			memcpy(name, p + algo->hexsz + 1, n - algo->hexsz - 1);
-			name[n - algo->hexsz - 1] = '\0';
-			if (!refname_ok(name))
-				return ERR_CORRUPT("%s: line %d: bad ref name '%s'",
-						   origin, line, name);
+			nlen = n - algo->hexsz - 1;
+			if (nlen < sizeof(name)) {
+				memcpy(name, p + algo->hexsz + 1, nlen);
+				name[nlen] = '\0';
+				ref.broken = !refname_ok(name);
+			} else {
+				/* too long to take: named by its start */
+				memcpy(name, p + algo->hexsz + 1, 200);
+				memcpy(name + 200, "...", 4);
+				ref.broken = 1;
+			}
+			if (ref.broken)
+				for (char *c = name; *c; c++)
+					if ((unsigned char)*c < 0x20 || *c == 0x7f)
+						*c = '?';
 			ref.name = name;
 			if ((ret = ref_array_push(arr, &ref)))
 				return ret;
@@ -210,7 +222,7 @@ static int read_packed_refs(struct repo *repo, struct ref_array *arr)
 	int ret;
 
 	path_join(&path, repo->commondir, "packed-refs");
-	ret = file_read(path.buf, (size_t)1 << 32, &text);
+	ret = file_read_in(repo->commondir, path.buf, (size_t)1 << 32, &text);
 	if (ret == XL_ENOTFOUND) {
 		err_clear();
 		ret = 0;
@@ -268,15 +280,37 @@ static int per_worktree(const char *name)
 	       !strchr(name, '/');	/* pseudorefs such as ORIG_HEAD */
 }
 
+/*
+ * A loose ref's file, `name` below `root`, into text.  A symlink whose
+ * target is a ref name ("refs/heads/main") is a symbolic ref, as Git
+ * reads one (core.preferSymlinkRefs wrote them): text becomes "ref:
+ * <target>".  Any other symlink is read through where it stays below
+ * root (file_read_in()).
+ */
+static int read_ref_file(const char *root, const char *path, struct buf *text)
+{
+	char link[REFNAME_MAX];
+	ssize_t n = readlink(path, link, sizeof(link) - 1);
+
+	if (n > 5 && !strncmp(link, "refs/", 5)) {
+		link[n] = '\0';
+		if (refname_ok(link)) {
+			buf_reset(text);
+			return buf_addf(text, "ref: %s\n", link);
+		}
+	}
+	return file_read_in(root, path, 1 << 16, text);
+}
+
 /* The loose ref `name` as stored; XL_ENOTFOUND if no such file. */
 static int read_loose(struct repo *repo, const char *name, struct ref *out)
 {
 	struct buf path = BUF_INIT, text = BUF_INIT;
+	const char *root = per_worktree(name) ? repo->gitdir : repo->commondir;
 	int ret;
 
-	path_join(&path, per_worktree(name) ? repo->gitdir : repo->commondir,
-		  name);
-	ret = file_read(path.buf, 1 << 16, &text);
+	path_join(&path, root, name);
+	ret = read_ref_file(root, path.buf, &text);
 	if (ret == XL_EIO) {
 		struct stat st;
 
@@ -311,7 +345,7 @@ static int walk_loose(struct repo *repo, const char *base, const char *top,
 		DIR *d;
 
 		path_join(&path, base, cur.name);
-		d = opendir(path.buf);
+		d = dir_open_in(base, path.buf);
 		while (d && (de = readdir(d)) && !ret) {
 			struct stat st;
 			struct ref ref;
@@ -329,7 +363,7 @@ static int walk_loose(struct repo *repo, const char *base, const char *top,
 				continue;
 			if (S_ISLNK(st.st_mode) &&
 			    (stat(path.buf, &st) || S_ISDIR(st.st_mode)))
-				continue;
+				continue;	/* as Git lists them */
 			if (S_ISDIR(st.st_mode)) {
 				dirref.name = name.buf;
 				ret = ref_array_push(&stack, &dirref);
@@ -337,8 +371,8 @@ static int walk_loose(struct repo *repo, const char *base, const char *top,
 			}
 			if (!S_ISREG(st.st_mode) || !refname_ok(name.buf))
 				continue;
-			if (file_read(path.buf, 1 << 16, &text)) {
-				err_clear();	/* vanished meanwhile */
+			if (read_ref_file(base, path.buf, &text)) {
+				err_clear();	/* vanished meanwhile, or leads out */
 				continue;
 			}
 			if (parse_loose(repo, path.buf, name.buf, &text, &ref)) {
@@ -413,7 +447,7 @@ static int refs_lookup_raw(struct repo *repo, const char *name,
 	ret = err_set(XL_ENOTFOUND, "no such ref: %s", name);
 	/* later entries win, as the array is in layer order */
 	for (size_t i = arr.nr; i-- > 0;) {
-		if (strcmp(arr.refs[i].name, name))
+		if (arr.refs[i].broken || strcmp(arr.refs[i].name, name))
 			continue;
 		*out = arr.refs[i];
 		arr.refs[i].name = NULL;
@@ -489,7 +523,9 @@ int refs_for_each(struct repo *repo, refs_each_fn fn, void *data)
 
 		if (strncmp(r->name, "refs/", 5))
 			continue;
-		if (r->target && refs_follow(repo, r)) {
+		if (r->broken)
+			memset(r->oid.hash, 0, sizeof(r->oid.hash));
+		else if (r->target && refs_follow(repo, r)) {
 			err_clear();	/* a dangling symref is still listed */
 			memset(r->oid.hash, 0, sizeof(r->oid.hash));
 		}

@@ -377,7 +377,7 @@ static int reftable_read_stack(const char *dir, const struct buf *list,
 					  dir, name.buf);
 			break;
 		}
-		ret = file_map(path.buf, &map, &len);
+		ret = file_map_in(dir, path.buf, &map, &len);
 		if (ret == XL_ENOTFOUND) {
 			buf_reset(missing);
 			if (buf_addstr(missing, path.buf))
@@ -404,7 +404,7 @@ int reftable_read_refs(const char *dir, const struct hash_algo *algo,
 	if ((ret = path_join(&path, dir, "tables.list")))
 		goto out;
 	for (int attempt = 0;; attempt++) {
-		ret = file_read(path.buf, REFTABLE_LIST_MAX, &list);
+		ret = file_read_in(dir, path.buf, REFTABLE_LIST_MAX, &list);
 		if (ret == XL_ENOTFOUND) {
 			ret = err_set(XL_ENOTFOUND, "%s: no tables.list", dir);
 			goto out;

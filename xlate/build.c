@@ -2101,8 +2101,8 @@ static int note_ref_name(const struct ref *ref, void *data)
 {
 	struct ref_names *rn = data;
 
-	if (ref->target)
-		return 0;	/* its target is a ref of its own */
+	if (ref->target || ref->broken)
+		return 0;	/* its target is a ref of its own; or not a ref */
 	if ((rn->ret = add_ref_name(rn, &ref->oid)) ||
 	    (ref->has_peeled && (rn->ret = add_ref_name(rn, &ref->peeled))))
 		return 1;

@@ -187,6 +187,13 @@ static int report_ref(const struct ref *ref, void *data)
 	struct cache_object co;
 	char hex[OID_HEXSZ_MAX + 1];
 
+	if (ref->broken) {
+		/* in neither view, as Git ignores it */
+		h->n++;
+		out_str(h->o, "  ");
+		out_str(h->o, ref->name);
+		return out_str(h->o, " (packed-refs: a name Git refuses; Git ignores it too)\n");
+	}
 	if (oid_is_null(&ref->oid) || cache_get(h->cache, &ref->oid, &co) ||
 	    co.sha1.algo)
 		return 0;

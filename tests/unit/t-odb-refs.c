@@ -155,28 +155,63 @@ TEST(packed_bad_lines)
 	/* not hex */
 	BAD_PACKED(1, "%.63sg refs/heads/x\n", h);
 	BAD_PACKED(1, "%.20sZZ%.42s refs/heads/x\n", h, h);
-	/* no name, or a name Git would refuse */
+	/* no name (a name Git refuses is a broken ref: packed_broken) */
 	BAD_PACKED(1, "%s \n", h);
 	BAD_PACKED(1, "%s\n", h);
-	BAD_PACKED(1, "%s refs/heads/a b\n", h);
-	BAD_PACKED(1, "%s refs/heads/a..b\n", h);
-	BAD_PACKED(1, "%s refs/heads/x.lock\n", h);
-	BAD_PACKED(1, "%s refs/heads/x.\n", h);
-	BAD_PACKED(1, "%s refs//x\n", h);
-	BAD_PACKED(3, "%s refs/heads/ok\n%s refs/heads/ok2\n%s refs/a^b\n",
+	BAD_PACKED(3, "%s refs/heads/ok\n%s refs/heads/ok2\n%s\n",
 		   h, h, h);
 	/* a SHA-1 line in a SHA-256 file */
 	BAD_PACKED(1, "%.40s refs/heads/x\n", h);
-	/* a huge name is refused, not overflowed */
-	{
-		char name[5000];
-
-		memset(name, 'n', sizeof(name) - 1);
-		name[sizeof(name) - 1] = '\0';
-		BAD_PACKED(1, "%s refs/%s\n", h, name);
-	}
 #undef BAD_PACKED
 	buf_release(&t);
+}
+
+/*
+ * A name Git refuses is a broken ref, as Git marks it: the lines around
+ * it still count, and so does its peeled line.  Its name is made safe
+ * to print, and a huge one is cut short, not overflowed.
+ */
+TEST(packed_broken)
+{
+	const struct hash_algo *a = &hash_sha256;
+	struct ref_array arr;
+	struct buf t = BUF_INIT, want = BUF_INIT;
+	static const char *const bad[] = {
+		"refs/heads/a b", "refs/heads/a..b", "refs/heads/x.lock",
+		"refs/heads/x.", "refs//x", "refs/a^b", "refs/heads/a\tb",
+		"refs/heads/a\001b", "refs/../etc",
+	};
+	const size_t nbad = sizeof(bad) / sizeof(*bad);
+	char huge[5001];
+
+	memset(huge, 'n', sizeof(huge) - 1);
+	huge[sizeof(huge) - 1] = '\0';
+	buf_addf(&t, "%s refs/heads/a\n", fake_hex(a, 1));
+	for (size_t i = 0; i < nbad; i++)
+		buf_addf(&t, "%s %s\n", fake_hex(a, 2), bad[i]);
+	buf_addf(&t, "^%s\n", fake_hex(a, 3));
+	buf_addf(&t, "%s refs/%s\n", fake_hex(a, 4), huge);
+	buf_addf(&t, "%s refs/heads/z\n", fake_hex(a, 5));
+	CHECK_INT(parse_packed(t.buf, a, &arr), 0);
+	CHECK_INT(arr.nr, nbad + 3);
+	if (arr.nr == nbad + 3) {
+		CHECK_STR(arr.refs[0].name, "refs/heads/a");
+		CHECK(!arr.refs[0].broken);
+		for (size_t i = 0; i < nbad; i++)
+			CHECK(arr.refs[1 + i].broken);
+		CHECK_STR(arr.refs[1].name, "refs/heads/a b");
+		CHECK_STR(arr.refs[7].name, "refs/heads/a?b");
+		CHECK_STR(arr.refs[8].name, "refs/heads/a?b");
+		CHECK(arr.refs[nbad].has_peeled);
+		buf_addf(&want, "refs/%.195s...", huge);
+		CHECK(arr.refs[nbad + 1].broken);
+		CHECK_STR(arr.refs[nbad + 1].name, want.buf);
+		CHECK_STR(arr.refs[nbad + 2].name, "refs/heads/z");
+		CHECK(!arr.refs[nbad + 2].broken);
+	}
+	ref_array_release(&arr);
+	buf_release(&t);
+	buf_release(&want);
 }
 
 TEST(packed_bad_peeled)
@@ -499,6 +534,16 @@ static int collect_ref(const struct ref *ref, void *data)
 	return 0;
 }
 
+static int collect_broken(const struct ref *ref, void *data)
+{
+	struct buf *b = data;
+	char hex[OID_HEXSZ_MAX + 1];
+
+	buf_addf(b, "%s %.4s%s\n", ref->name, oid_to_hex_r(hex, &ref->oid),
+		 ref->broken ? " broken" : "");
+	return 0;
+}
+
 TEST(for_each_order)
 {
 	const struct hash_algo *a = &hash_sha256;
@@ -553,6 +598,35 @@ TEST(for_each_order)
 		  "refs/remotes/origin/HEAD 8888 -> refs/remotes/origin/main\n"
 		  "refs/remotes/origin/main 8888\n"
 		  "refs/tags/v1 3333 ^4444\n");
+out:
+	buf_release(&t);
+	buf_release(&got);
+	done(r);
+}
+
+/*
+ * A broken packed ref reaches refs_for_each's callback marked, with no
+ * object; the others are as before, and it cannot be looked up.
+ */
+TEST(for_each_broken)
+{
+	const struct hash_algo *a = &hash_sha256;
+	struct repo *r = new_bare();
+	struct buf t = BUF_INIT, got = BUF_INIT;
+	struct ref ref;
+
+	if (!r)
+		goto out;
+	buf_addf(&t, "# pack-refs with: peeled fully-peeled sorted \n"
+		 "%s refs/heads/a..b\n%s refs/heads/main\n",
+		 fake_hex(a, 1), fake_hex(a, 2));
+	write_text("bare.git/packed-refs", t.buf);
+	CHECK_INT(refs_for_each(r, collect_broken, &got), 0);
+	CHECK_STR(got.buf, "refs/heads/a..b 0000 broken\n"
+		  "refs/heads/main 2222\n");
+	CHECK_INT(refs_read(r, "refs/heads/a..b", &ref), XL_ENOTFOUND);
+	CHECK_INT(refs_read(r, "refs/heads/main", &ref), 0);
+	ref_release(&ref);
 out:
 	buf_release(&t);
 	buf_release(&got);
@@ -894,6 +968,7 @@ const struct test tests[] = {
 	T(packed_crlf),
 	T(packed_empty_and_header_only),
 	T(packed_bad_lines),
+	T(packed_broken),
 	T(packed_bad_peeled),
 	T(packed_two_peeled_lines),
 	T(open_bare_sha256),
@@ -903,6 +978,7 @@ const struct test tests[] = {
 	T(dangling_symref),
 	T(bad_loose_ref),
 	T(for_each_order),
+	T(for_each_broken),
 	T(for_each_stops),
 	T(for_each_empty),
 	T(symref_loop),
