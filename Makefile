@@ -3,6 +3,10 @@
 #   make                 libxlatefs.a, ./git-xlate, ./xlatefs
 #   make check           unit, oracle and corruption tests; ends "N passed, N failed"
 #   make check SANITIZE=1    the same under AddressSanitizer + UBSan
+#   make check SANITIZE=thread CC=clang    the same under ThreadSanitizer
+#   make check T='t02 t03'   only the scripts whose names start so
+#   make fuzz            libFuzzer targets in .fuzz/ (clang); FUZZ_SECONDS=N
+#                        runs each for N seconds from seeds made from the fixtures
 #   make bench           speed against stock git, side by side
 #   make demo            the built-in example (see README.md)
 #   make install         PREFIX=/usr/local, DESTDIR=
@@ -53,11 +57,19 @@ FS_SRCS = $(wildcard fs/*.c)
 UNIT_SRCS = $(wildcard tests/unit/t-*.c)
 UNIT_BINS = $(UNIT_SRCS:.c=)
 HARNESS_OBJ = tests/unit/harness.o
+# fuzz targets: in make check, each replays its seeds and regressions
+# through driver.c (tests/t0510-fuzz-replay.sh); make fuzz links them
+# with libFuzzer instead, in .fuzz/, with flags of their own
+FUZZ_SRCS = $(wildcard tests/fuzz/fuzz-*.c)
+FUZZ_NAMES = $(notdir $(FUZZ_SRCS:.c=))
+REPLAY_BINS = $(FUZZ_SRCS:.c=-replay)
+DRIVER_OBJ = tests/fuzz/driver.o
 
 LIB_OBJS = $(LIB_SRCS:.c=.o)
 CLI_OBJS = $(CLI_SRCS:.c=.o)
 FS_OBJS = $(FS_SRCS:.c=.o)
-ALL_OBJS = $(LIB_OBJS) $(CLI_OBJS) $(FS_OBJS) $(HARNESS_OBJ) $(UNIT_SRCS:.c=.o)
+ALL_OBJS = $(LIB_OBJS) $(CLI_OBJS) $(FS_OBJS) $(HARNESS_OBJ) $(UNIT_SRCS:.c=.o) \
+	$(FUZZ_SRCS:.c=.o) $(DRIVER_OBJ)
 
 PROGRAMS = git-xlate xlatefs
 
@@ -92,8 +104,36 @@ xlatefs: $(FS_OBJS) $(LIB)
 tests/unit/t-%: tests/unit/t-%.o $(HARNESS_OBJ) $(LIB)
 	$(QUIET_LINK)$(CC) $(ALL_LDFLAGS) -o $@ $< $(HARNESS_OBJ) $(LIB) $(PKG_LIBS)
 
-check: all $(UNIT_BINS)
-	@tests/run-tests.sh $(UNIT_BINS) $(sort $(wildcard tests/t[0-9]*.sh))
+tests/fuzz/fuzz-%-replay: tests/fuzz/fuzz-%.o $(DRIVER_OBJ) $(LIB)
+	$(QUIET_LINK)$(CC) $(ALL_LDFLAGS) -o $@ $< $(DRIVER_OBJ) $(LIB) $(PKG_LIBS)
+
+# T='t02 t03': only the test scripts whose names start so (units always run)
+CHECK_SCRIPTS = $(sort $(wildcard tests/t[0-9]*.sh))
+ifneq ($(T),)
+CHECK_SCRIPTS := $(foreach p,$(T),$(filter tests/$(p)%,$(CHECK_SCRIPTS)))
+endif
+
+check: all $(UNIT_BINS) $(REPLAY_BINS)
+	@tests/run-tests.sh $(UNIT_BINS) $(CHECK_SCRIPTS)
+
+# ---- fuzzing (clang: libFuzzer, AddressSanitizer, UBSan) ----------------
+FUZZ_CC ?= clang
+FUZZ_DIR = .fuzz
+FUZZ_SAN = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_CFLAGS = $(filter-out -fsanitize=%,$(BASE_CFLAGS)) $(PKG_CFLAGS) -O1 -g $(FUZZ_SAN)
+FUZZ_LIB_OBJS = $(LIB_SRCS:%.c=$(FUZZ_DIR)/obj/%.o)
+FUZZ_BINS = $(FUZZ_NAMES:%=$(FUZZ_DIR)/%)
+FUZZ_SECONDS ?= 0
+
+$(FUZZ_DIR)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(QUIET_CC)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
+
+$(FUZZ_DIR)/fuzz-%: $(FUZZ_DIR)/obj/tests/fuzz/fuzz-%.o $(FUZZ_LIB_OBJS)
+	$(QUIET_LINK)$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -pthread -o $@ $^ $(PKG_LIBS)
+
+fuzz: $(FUZZ_BINS)
+	@tests/fuzz/run.sh $(FUZZ_DIR) $(FUZZ_SECONDS) $(FUZZ_NAMES)
 
 bench: all
 	@tests/bench/run.sh
@@ -107,11 +147,15 @@ install: all
 	install -m 644 man/*.1 $(DESTDIR)$(MANDIR)/
 
 clean:
-	$(RM) $(ALL_OBJS) $(ALL_OBJS:.o=.d) $(LIB) $(PROGRAMS) $(UNIT_BINS) .build-flags
+	$(RM) $(ALL_OBJS) $(ALL_OBJS:.o=.d) $(LIB) $(PROGRAMS) $(UNIT_BINS) \
+		$(REPLAY_BINS) .build-flags
+	$(RM) -r $(FUZZ_DIR)/obj $(FUZZ_BINS)
 
-.PHONY: all check bench demo install clean FORCE
+.PHONY: all check bench demo fuzz install clean FORCE
 .DELETE_ON_ERROR:
 # unit test objects are intermediate to make, but keep them for incremental builds
-.SECONDARY: $(UNIT_SRCS:.c=.o) $(HARNESS_OBJ)
+.SECONDARY: $(UNIT_SRCS:.c=.o) $(HARNESS_OBJ) $(FUZZ_SRCS:.c=.o) $(DRIVER_OBJ) \
+	$(FUZZ_NAMES:%=$(FUZZ_DIR)/obj/tests/fuzz/%.o) $(FUZZ_LIB_OBJS)
 
 -include $(ALL_OBJS:.o=.d)
+-include $(wildcard $(FUZZ_DIR)/obj/*/*.d $(FUZZ_DIR)/obj/tests/fuzz/*.d)

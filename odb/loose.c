@@ -77,25 +77,20 @@ static int loose_open(const char *objdir, const char *path,
 	return 0;
 }
 
-int loose_read(const char *objdir, const struct oid *oid,
-	       enum obj_type *type, struct buf *out)
+int loose_decode(const unsigned char *map, size_t map_len, const char *what,
+		 enum obj_type *type, struct buf *out)
 {
-	struct buf path = BUF_INIT;
 	unsigned char hdr[LOOSE_HDR_MAX];
-	const unsigned char *map = NULL;
-	size_t map_len, size, got, hdr_len, total, used;
+	size_t size, got, hdr_len, total, used;
 	int ret;
 
 	buf_reset(out);
-	loose_path(&path, objdir, oid);
-	if ((ret = loose_open(objdir, path.buf, &map, &map_len, type, &size, hdr,
-			      &got, &hdr_len)))
-		goto out;
-	if (!inflate_size_plausible(map_len, size)) {
-		ret = ERR_CORRUPT("%s: declares %zu bytes in a %zu-byte file",
-				  path.buf, size, map_len);
-		goto out;
-	}
+	if ((ret = inflate_prefix(map, map_len, hdr, LOOSE_HDR_MAX, &got)) ||
+	    (ret = loose_parse_header(hdr, got, type, &size, &hdr_len)))
+		return err_wrap("%s", what);
+	if (!inflate_size_plausible(map_len, size))
+		return ERR_CORRUPT("%s: declares %zu bytes in a %zu-byte file",
+				   what, size, map_len);
 	/*
 	 * Inflate header and content in one pass into one buffer, then
 	 * move the content down: simpler than resuming a stream, and the
@@ -107,13 +102,12 @@ int loose_read(const char *objdir, const struct oid *oid,
 		goto out;
 	if ((ret = inflate_exact(map, map_len, out->buf, total, &used))) {
 		/* zlib counted header bytes too; say what the header claimed */
-		err_wrap("%s (header: %s of %zu bytes)", path.buf,
-			 type_name(*type), size);
+		err_wrap("%s (header: %s of %zu bytes)", what, type_name(*type),
+			 size);
 		goto out;
 	}
 	if (used != map_len) {
-		ret = ERR_CORRUPT("%s: garbage after the compressed object",
-				  path.buf);
+		ret = ERR_CORRUPT("%s: garbage after the compressed object", what);
 		goto out;
 	}
 	memmove(out->buf, out->buf + hdr_len, size);
@@ -122,6 +116,21 @@ int loose_read(const char *objdir, const struct oid *oid,
 out:
 	if (ret)
 		buf_reset(out);
+	return ret;
+}
+
+int loose_read(const char *objdir, const struct oid *oid,
+	       enum obj_type *type, struct buf *out)
+{
+	struct buf path = BUF_INIT;
+	const unsigned char *map = NULL;
+	size_t map_len = 0;
+	int ret;
+
+	buf_reset(out);
+	loose_path(&path, objdir, oid);
+	if (!(ret = file_map_in(objdir, path.buf, &map, &map_len)))
+		ret = loose_decode(map, map_len, path.buf, type, out);
 	file_unmap(map, map_len);
 	buf_release(&path);
 	return ret;

@@ -287,6 +287,13 @@ int loose_parse_header(const unsigned char *p, size_t len,
 void loose_path(struct buf *out, const char *objdir, const struct oid *oid);
 int loose_read(const char *objdir, const struct oid *oid,
 	       enum obj_type *type, struct buf *out);
+/*
+ * A loose object's file, already in memory (`what` names it in
+ * messages): its type and content into out.  Returns 0, XL_ECORRUPT,
+ * XL_ETOOBIG or XL_ENOMEM.
+ */
+int loose_decode(const unsigned char *map, size_t map_len, const char *what,
+		 enum obj_type *type, struct buf *out);
 int loose_read_header(const char *objdir, const struct oid *oid,
 		      enum obj_type *type, size_t *size);
 /* 1 if a file for oid is there, even one that cannot be opened (then reading it says why) */

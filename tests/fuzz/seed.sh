@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# seed.sh OUTDIR: seed inputs for every fuzz target, made from the
+# fixtures (tests/fixtures/*.tar.gz), into OUTDIR/<target>/.
+#
+#   fuzz-idx          each pack's .idx (first byte 0: SHA-256)
+#   fuzz-pack         each pack's entries, with the offsets of its first
+#                     eight entries that lie within the first 64 KiB
+#   fuzz-loose        loose object files
+#   fuzz-packed-refs  packed-refs files
+#   fuzz-reftable     reftable tables
+#   fuzz-config       config files
+#   fuzz-object       every tree, commit and tag, SHA-256 form (first
+#                     byte: 0 tree, 1 commit, 2 tag)
+#   fuzz-delta        deltas Git made between versions of a fixture's
+#                     blobs and trees, from its packs (base first)
+set -eu -o pipefail
+
+out=$1
+top=$(cd "$(dirname "$0")/../.." && pwd)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/xl-seed.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+for t in idx pack loose packed-refs reftable config object delta; do
+	mkdir -p "$out/fuzz-$t"
+done
+
+for tgz in "$top"/tests/fixtures/*.tar.gz; do
+	tar xzf "$tgz" -C "$tmp"
+done
+n=0
+for repo in "$tmp"/*.git; do
+	name=$(basename "$repo" .git)
+	n=$((n + 1))
+	[ -f "$repo/config" ] && cp "$repo/config" "$out/fuzz-config/$name"
+	[ -f "$repo/packed-refs" ] &&
+		{ printf '\0'; cat "$repo/packed-refs"; } >"$out/fuzz-packed-refs/$name"
+	for t in "$repo"/reftable/*.ref; do
+		[ -f "$t" ] || continue
+		{ printf '\0'; cat "$t"; } >"$out/fuzz-reftable/$name-$(basename "$t")"
+	done
+	i=0
+	for f in "$repo"/objects/??/*; do
+		[ -f "$f" ] || continue
+		i=$((i + 1))
+		[ $i -le 64 ] || break
+		cp "$f" "$out/fuzz-loose/$name-$i"
+	done
+	for idx in "$repo"/objects/pack/*.idx; do
+		[ -f "$idx" ] || continue
+		p=$(basename "$idx" .idx)
+		{ printf '\0'; cat "$idx"; } >"$out/fuzz-idx/$name-$p"
+		python3 - "$idx" "${idx%.idx}.pack" "$out/fuzz-pack/$name-$p" \
+			"$out/fuzz-delta/$name-$p" <<'PY'
+import struct, sys, zlib
+idx_path, pack_path, out_pack, out_delta = sys.argv[1:]
+idx = open(idx_path, 'rb').read()
+pack = open(pack_path, 'rb').read()
+raw = 32
+if idx[:4] == b'\xfftOc':
+    n = struct.unpack('>I', idx[8 + 255 * 4:8 + 256 * 4])[0]
+    base = 8 + 1024 + n * (raw + 4)
+    offs = [struct.unpack('>I', idx[base + 4 * i:base + 4 * i + 4])[0] for i in range(n)]
+    offs = [o for o in offs if not o & 0x80000000]
+else:
+    n = struct.unpack('>I', idx[255 * 4:256 * 4])[0]
+    offs = [struct.unpack('>I', idx[1024 + i * (4 + raw):1024 + i * (4 + raw) + 4])[0]
+            for i in range(n)]
+offs.sort()
+first = [o - 12 for o in offs if o - 12 < 65536][:8]
+body = pack[12:-raw][:70000]
+with open(out_pack, 'wb') as f:
+    f.write(bytes([len(first)]) + b''.join(struct.pack('>H', o) for o in first) + body)
+# the first OFS_DELTA whose base is a whole object: base, then delta
+ends = offs[1:] + [len(pack) - raw]
+whole = {}
+for o, e in zip(offs, ends):
+    c = pack[o]
+    t = (c >> 4) & 7
+    p = o + 1
+    while c & 0x80:
+        c = pack[p]
+        p += 1
+    if t in (1, 2, 3, 4):
+        try:
+            whole[o] = zlib.decompress(pack[p:e])
+        except zlib.error:
+            pass
+    elif t == 6:
+        c = pack[p]; p += 1
+        d = c & 0x7f
+        while c & 0x80:
+            c = pack[p]; p += 1
+            d = ((d + 1) << 7) | (c & 0x7f)
+        b = whole.get(o - d)
+        if b is None or len(b) > 65535:
+            continue
+        try:
+            delta = zlib.decompress(pack[p:e])
+        except zlib.error:
+            continue
+        with open(out_delta, 'wb') as f:
+            f.write(struct.pack('>H', len(b)) + b + delta)
+        break
+PY
+	done
+	git --git-dir="$repo" cat-file --batch-all-objects --batch-check='%(objectname) %(objecttype)' 2>/dev/null |
+		awk '$2 == "tree" || $2 == "commit" || $2 == "tag"' | head -200 >"$tmp/list" || true
+	while read -r oid type; do
+		case $type in tree) b='\0' ;; commit) b='\1' ;; tag) b='\2' ;; esac
+		{ printf "$b"; git --git-dir="$repo" cat-file "$type" "$oid"; } >"$out/fuzz-object/$name-$oid"
+	done <"$tmp/list"
+done
+[ $n -gt 0 ] || { echo "seed.sh: no fixtures in $top/tests/fixtures" >&2; exit 1; }
+for t in "$out"/*; do
+	echo "$(basename "$t"): $(ls "$t" | wc -l) seeds"
+done
