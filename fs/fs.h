@@ -200,6 +200,9 @@ struct xfs {
 	size_t nr_ref_names, alloc_ref_names;
 	uint64_t ref_names_gen;
 	int ref_names_loaded;
+	/* the unreadable packs last logged (updater.c): only its thread */
+	uint64_t broken_packs_logged;
+	uint32_t broken_packs_sum;
 	/* the broken refs last logged (refsnap.c): their count and sum */
 	uint64_t broken_logged;
 	uint32_t broken_sum;

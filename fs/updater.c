@@ -155,6 +155,18 @@ int updater_build(struct xfs *xfs, int tty)
 		xfs->status.builds++;
 	}
 	pthread_mutex_unlock(&xfs->status_lock);
+	/* once for each set of unreadable packs, not every second */
+	if (!ret && (stats.broken_packs != xfs->broken_packs_logged ||
+		     stats.broken_packs_sum != xfs->broken_packs_sum)) {
+		if (stats.broken_packs)
+			xfs_log(xfs, "%llu pack%s cannot be read and %s skipped; first: %s",
+				(unsigned long long)stats.broken_packs,
+				stats.broken_packs == 1 ? "" : "s",
+				stats.broken_packs == 1 ? "is" : "are",
+				stats.first_broken_pack);
+		xfs->broken_packs_logged = stats.broken_packs;
+		xfs->broken_packs_sum = stats.broken_packs_sum;
+	}
 	if (ret)
 		xfs_log(xfs, "updating the cache: %s", err_msg());
 	else if (stats.new_objects && !tty)

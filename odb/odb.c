@@ -611,6 +611,17 @@ int odb_for_each_pack(struct odb *odb, odb_pack_fn fn, void *data)
 	return ret;
 }
 
+int odb_for_each_broken_pack(struct odb *odb, odb_broken_fn fn, void *data)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&odb->scan_lock);
+	for (struct broken_pack *b = *broken_head(odb); b && !ret; b = b->next)
+		ret = fn(b->path ? b->path : "?", b->reason ? b->reason : "?", data);
+	pthread_mutex_unlock(&odb->scan_lock);
+	return ret;
+}
+
 void odb_pack_object(const struct odb_pack_info *info, uint32_t i,
 		     struct oid *out)
 {

@@ -316,6 +316,16 @@ struct odb_pack_info {
 
 typedef int (*odb_pack_fn)(const struct odb_pack_info *info, void *data);
 int odb_for_each_pack(struct odb *odb, odb_pack_fn fn, void *data);
+
+/*
+ * The packs the last scan could not open (a bad .idx, a pack that does
+ * not match it, a pack directory behind a link that leads out), each
+ * with why; they are tried again at every scan.  Their objects are
+ * found elsewhere or not at all, so a caller says they were skipped.
+ * fn runs under the lock of pack scans: it must not read objects.
+ */
+typedef int (*odb_broken_fn)(const char *path, const char *reason, void *data);
+int odb_for_each_broken_pack(struct odb *odb, odb_broken_fn fn, void *data);
 /* The name of the i-th object (i < info->objects) of a pack, in name order. */
 void odb_pack_object(const struct odb_pack_info *info, uint32_t i,
 		     struct oid *out);

@@ -911,6 +911,19 @@ static int note_retry(const struct cache_object *co, void *data)
  * it from the list to mark, so that the next build gathers it again.
  * Only runs when something was unreadable.
  */
+/* A pack the odb could not open: counted, and the first one named. */
+static int note_broken_pack(const char *path, const char *reason, void *data)
+{
+	struct xlate_build_stats *st = data;
+
+	if (!st->broken_packs++)
+		snprintf(st->first_broken_pack, sizeof(st->first_broken_pack),
+			 "%s: %s", path, reason);
+	for (const char *p = path; *p; p++)
+		st->broken_packs_sum = st->broken_packs_sum * 31 + (unsigned char)*p;
+	return 0;
+}
+
 static int unmark_pack(const struct odb_pack_info *info, void *data)
 {
 	struct build *b = data;
@@ -2281,6 +2294,7 @@ int xlate_build(struct repo *repo, struct cache *cache,
 	if ((!b.cache_empty &&
 	     (ret = cache_for_each(cache, CACHE_EACH_RETRY, note_retry, &b))) ||
 	    (ret = odb_for_each_pack(b.odb, note_pack, &b)) ||
+	    (ret = odb_for_each_broken_pack(b.odb, note_broken_pack, stats)) ||
 	    (ret = odb_for_each_loose(b.odb, note_object, &b)))
 		goto out;
 	if (b.nr)

@@ -120,6 +120,12 @@ int cli_build(struct cli *cli, struct xlate_build_stats *stats)
 			  stats->unreadable == 1 ? "is" : "are",
 			  stats->unreadable == 1 ? "it" : "them",
 			  stats->first_unreadable);
+	if (!ret && stats->broken_packs)
+		cli_error(0, "warning: %llu pack%s cannot be read and %s skipped; "
+			  "first: %s", (unsigned long long)stats->broken_packs,
+			  stats->broken_packs == 1 ? "" : "s",
+			  stats->broken_packs == 1 ? "is" : "are",
+			  stats->first_broken_pack);
 	if (!ret)
 		cli->built = 1;
 	return ret;

@@ -178,6 +178,9 @@ struct xlate_build_stats {
 	uint64_t unreadable;		/* objects that could not be read: not
 					   stored, tried again by the next build */
 	char first_unreadable[600];	/* "<name>: <why>" of the first of them */
+	uint64_t broken_packs;		/* packs that cannot be opened: skipped */
+	uint32_t broken_packs_sum;	/* tells one set of them from another */
+	char first_broken_pack[600];	/* "<path>: <why>" of the first */
 	/* wall seconds spent in each phase (see build.c), for -v */
 	double secs_gather, secs_classify, secs_blobs, secs_walk,
 	       secs_store, secs_layout;
