@@ -187,17 +187,97 @@ void refsnap_teardown(struct xfs *xfs)
 	xfs->nr_ref_names = xfs->alloc_ref_names = 0;
 }
 
-/* The SHA-1 name of a stored object, if it has one now. */
+/*
+ * The SHA-1 name of a stored object, if it has one now: 0; 1 if it has
+ * none yet (not named: the build has not come to it); -1 if it has none
+ * (untranslatable) or the cache cannot say.
+ */
 static int sha1_of(struct xfs *xfs, const struct oid *oid, struct oid *out)
 {
 	struct cache_object co;
+	int ret;
 
 	if (xlate_builtin(oid, &hash_sha1, out) || ref_name(xfs, oid, out))
 		return 0;
-	if (cache_get(xfs_cache(xfs), oid, &co) || !co.sha1.algo)
+	if ((ret = cache_get(xfs_cache(xfs), oid, &co)))
+		return ret == XL_ENOTFOUND ? 1 : -1;
+	if (!co.sha1.algo)
 		return -1;
 	*out = co.sha1;
 	return 0;
+}
+
+/*
+ * A ref's SHA-1 line in the snapshot before this one.  A ref moved to a
+ * commit the build has not named yet (a push a moment ago) keeps its
+ * last SHA-1 value in sha1/ until the new one is named, as a reader a
+ * moment earlier saw it: it does not vanish, which would make HEAD's
+ * branch look unborn ("does not have any commits yet") for a second.
+ * The old snapshot's packed-refs is sorted by name; it is indexed the
+ * first time a ref needs it.
+ */
+struct prev_ref {
+	const char *name;	/* in the old text, up to the newline */
+	size_t len;
+	struct oid o1, p1;
+	int has_p1;
+};
+
+struct prev_refs {
+	struct refsnap *snap;	/* the snapshot before, held */
+	struct prev_ref *e;
+	size_t nr, alloc;
+	int indexed;
+};
+
+static int prev_index(struct prev_refs *pr)
+{
+	const struct buf *t = &pr->snap->view[XFS_GIT1].packed_refs;
+	const char *p = t->buf, *end = t->buf + t->len;
+
+	pr->indexed = 1;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+
+		if (n > 41 && p[40] == ' ') {
+			if (ARRAY_GROW(pr->e, pr->nr, pr->alloc, 64))
+				return XL_ENOMEM;
+			memset(&pr->e[pr->nr], 0, sizeof(pr->e[pr->nr]));
+			if (!oid_from_hex(&pr->e[pr->nr].o1, &hash_sha1, p)) {
+				pr->e[pr->nr].name = p + 41;
+				pr->e[pr->nr].len = n - 41;
+				pr->nr++;
+			}
+		} else if (n == 41 && p[0] == '^' && pr->nr &&
+			   !oid_from_hex(&pr->e[pr->nr - 1].p1, &hash_sha1, p + 1)) {
+			pr->e[pr->nr - 1].has_p1 = 1;
+		}
+		p = nl ? nl + 1 : end;
+	}
+	return 0;
+}
+
+static const struct prev_ref *prev_find(struct prev_refs *pr, const char *name)
+{
+	size_t lo = 0, hi, n = strlen(name);
+
+	if (!pr->snap || (!pr->indexed && prev_index(pr)))
+		return NULL;
+	hi = pr->nr;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct prev_ref *e = &pr->e[mid];
+		int c = memcmp(e->name, name, e->len < n ? e->len : n);
+
+		if (!c && e->len == n)
+			return e;
+		if (c < 0 || (!c && e->len < n))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
 }
 
 /* FNV-1a: tells one set of broken names from another, for the log */
@@ -217,6 +297,7 @@ struct snap_walk {
 	uint64_t broken;	/* broken refs seen, and a sum of their names */
 	uint32_t broken_sum;
 	char first_broken[128];
+	struct prev_refs prev;
 };
 
 static int add_line(struct buf *b, const struct oid *oid, const char *name)
@@ -270,9 +351,17 @@ static int snap_ref(const struct ref *ref, void *data)
 	if ((ret = add_line(&v256->packed_refs, &ref->oid, ref->name)) ||
 	    (has_peeled && (ret = add_line(&v256->packed_refs, &peeled, NULL))))
 		return ret;
-	if (sha1_of(w->xfs, &ref->oid, &o1) ||
-	    (has_peeled && sha1_of(w->xfs, &peeled, &p1)))
-		return hide(v1, ref->name);
+	if ((ret = sha1_of(w->xfs, &ref->oid, &o1)) ||
+	    (has_peeled && (ret = sha1_of(w->xfs, &peeled, &p1)))) {
+		const struct prev_ref *old;
+
+		if (ret < 0 || !(old = prev_find(&w->prev, ref->name)))
+			return hide(v1, ref->name);
+		/* not named yet: its value before, until it is */
+		o1 = old->o1;
+		p1 = old->p1;
+		has_peeled = old->has_p1;
+	}
 	return add_line(&v1->packed_refs, &o1, ref->name) ?:
 	       (has_peeled ? add_line(&v1->packed_refs, &p1, NULL) : 0);
 }
@@ -330,11 +419,18 @@ static struct refsnap *snap_make(struct xfs *xfs)
 		buf_init(&snap->view[g].head);
 		buf_init(&snap->view[g].packed_refs);
 	}
+	/* the one before: we hold snap_busy, so nobody swaps it meanwhile */
+	pthread_mutex_lock(&xfs->snap_lock);
+	if ((w.prev.snap = xfs->snap))
+		atomic_fetch_add(&w.prev.snap->refcount, 1);
+	pthread_mutex_unlock(&xfs->snap_lock);
 	ret = buf_addstr(&snap->view[XFS_GIT1].packed_refs, packed_refs_header) ?:
 	      buf_addstr(&snap->view[XFS_GIT256].packed_refs, packed_refs_header) ?:
 	      snap_head(xfs, repo->repo, snap) ?:
 	      refs_for_each(repo->repo, snap_ref, &w);
 	xfs_repo_put(repo);
+	free(w.prev.e);
+	refsnap_put(w.prev.snap);
 	if (ret) {
 		xfs_log(xfs, "reading refs: %s", err_msg());
 		refsnap_put(snap);
