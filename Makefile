@@ -63,7 +63,7 @@ HARNESS_OBJ = tests/unit/harness.o
 FUZZ_SRCS = $(wildcard tests/fuzz/fuzz-*.c)
 FUZZ_NAMES = $(notdir $(FUZZ_SRCS:.c=))
 REPLAY_BINS = $(FUZZ_SRCS:.c=-replay)
-DRIVER_OBJ = tests/fuzz/driver.o
+DRIVER_OBJ = tests/fuzz/driver.o tests/fuzz/files.o
 
 LIB_OBJS = $(LIB_SRCS:.c=.o)
 CLI_OBJS = $(CLI_SRCS:.c=.o)
@@ -129,7 +129,8 @@ $(FUZZ_DIR)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(QUIET_CC)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
 
-$(FUZZ_DIR)/fuzz-%: $(FUZZ_DIR)/obj/tests/fuzz/fuzz-%.o $(FUZZ_LIB_OBJS)
+$(FUZZ_DIR)/fuzz-%: $(FUZZ_DIR)/obj/tests/fuzz/fuzz-%.o $(FUZZ_DIR)/obj/tests/fuzz/files.o \
+		$(FUZZ_LIB_OBJS)
 	$(QUIET_LINK)$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -pthread -o $@ $^ $(PKG_LIBS)
 
 fuzz: $(FUZZ_BINS)
@@ -155,7 +156,8 @@ clean:
 .DELETE_ON_ERROR:
 # unit test objects are intermediate to make, but keep them for incremental builds
 .SECONDARY: $(UNIT_SRCS:.c=.o) $(HARNESS_OBJ) $(FUZZ_SRCS:.c=.o) $(DRIVER_OBJ) \
-	$(FUZZ_NAMES:%=$(FUZZ_DIR)/obj/tests/fuzz/%.o) $(FUZZ_LIB_OBJS)
+	$(FUZZ_NAMES:%=$(FUZZ_DIR)/obj/tests/fuzz/%.o) $(FUZZ_DIR)/obj/tests/fuzz/files.o \
+	$(FUZZ_LIB_OBJS)
 
 -include $(ALL_OBJS:.o=.d)
 -include $(wildcard $(FUZZ_DIR)/obj/*/*.d $(FUZZ_DIR)/obj/tests/fuzz/*.d)

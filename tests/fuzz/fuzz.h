@@ -44,4 +44,13 @@ static inline unsigned char *fuzz_copy(const uint8_t *data, size_t size)
 	return p;
 }
 
+/*
+ * A scratch directory of this run's own (mkdtemp), for targets whose
+ * parser reads files; fuzz_rmtree() removes it again.  NULL on failure.
+ */
+char *fuzz_tmpdir(void);
+void fuzz_rmtree(char *dir);
+/* Write len bytes to dir/name (directories on the way are made). */
+int fuzz_write(const char *dir, const char *name, const void *p, size_t len);
+
 #endif

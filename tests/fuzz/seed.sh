@@ -13,13 +13,19 @@
 #                     byte: 0 tree, 1 commit, 2 tag)
 #   fuzz-delta        deltas Git made between versions of a fixture's
 #                     blobs and trees, from its packs (base first)
+#   fuzz-submodule-map  the fixtures' submodule maps
+#   fuzz-alternates   a few alternates files (absolute, relative,
+#                     comments, a loop back)
+#   fuzz-cache        caches git xlate builds for two fixtures (if
+#                     ./git-xlate is built)
 set -eu -o pipefail
 
 out=$1
 top=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/xl-seed.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-for t in idx pack loose packed-refs reftable config object delta; do
+for t in idx pack loose packed-refs reftable config object delta \
+	submodule-map alternates cache; do
 	mkdir -p "$out/fuzz-$t"
 done
 
@@ -110,6 +116,19 @@ PY
 	done <"$tmp/list"
 done
 [ $n -gt 0 ] || { echo "seed.sh: no fixtures in $top/tests/fixtures" >&2; exit 1; }
+for m in "$top"/tests/fixtures/*.submodule-map.tsv; do
+	[ -f "$m" ] && cp "$m" "$out/fuzz-submodule-map/$(basename "$m" .tsv)"
+done
+printf '%s\n' "$tmp/history.git/objects" >"$out/fuzz-alternates/absolute"
+printf '# a comment\n\n../../alt/objects\n../../alt/objects\n' >"$out/fuzz-alternates/relative-twice"
+printf '../../objects\r\n/nonexistent\n' >"$out/fuzz-alternates/self-crlf"
+if [ -x "$top/git-xlate" ]; then
+	for f in history signed; do
+		[ -d "$tmp/$f.git" ] &&
+			"$top/git-xlate" -C "$tmp/$f.git" --cache "$out/fuzz-cache/$f.sqlite" build >/dev/null 2>&1
+		rm -f "$out/fuzz-cache/$f.sqlite-wal" "$out/fuzz-cache/$f.sqlite-shm"
+	done
+fi
 for t in "$out"/*; do
 	echo "$(basename "$t"): $(ls "$t" | wc -l) seeds"
 done
