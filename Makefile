@@ -133,7 +133,7 @@ $(FUZZ_DIR)/fuzz-%: $(FUZZ_DIR)/obj/tests/fuzz/fuzz-%.o $(FUZZ_DIR)/obj/tests/fu
 		$(FUZZ_LIB_OBJS)
 	$(QUIET_LINK)$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -pthread -o $@ $^ $(PKG_LIBS)
 
-fuzz: $(FUZZ_BINS)
+fuzz: git-xlate $(FUZZ_BINS)
 	@tests/fuzz/run.sh $(FUZZ_DIR) $(FUZZ_SECONDS) $(FUZZ_NAMES)
 
 bench: all

@@ -357,6 +357,15 @@ int packed_refs_parse(const char *text, size_t len,
 		      struct ref_array *arr);
 
 /*
+ * Parse a loose ref file's text (NUL-terminated, as file_read() leaves
+ * it): "<hex>" or "ref: <target>", then a newline and possibly more,
+ * which Git ignores.  `path` is for messages.  Returns 0, XL_ECORRUPT
+ * ("not a ref") or XL_ENOMEM.
+ */
+int loose_ref_parse(const struct hash_algo *algo, const char *path,
+		    const char *name, const struct buf *text, struct ref *out);
+
+/*
  * Read every ref record of the reftable stack in `dir` (its
  * tables.list), later tables overriding earlier ones and deletions
  * honoured, into arr, sorted by name.  Symbolic refs have target set and

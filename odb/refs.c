@@ -241,11 +241,11 @@ static int read_packed_refs(struct repo *repo, struct ref_array *arr)
  * Parse a loose ref file: "<hex>" or "ref: <target>", a newline and
  * possibly more (Git ignores what follows the name).
  */
-static int parse_loose(struct repo *repo, const char *path, const char *name,
-		       const struct buf *text, struct ref *out)
+int loose_ref_parse(const struct hash_algo *algo, const char *path,
+		    const char *name, const struct buf *text, struct ref *out)
 {
 	memset(out, 0, sizeof(*out));
-	out->oid.algo = repo->algo;
+	out->oid.algo = algo;
 	if (!strncmp(text->buf, "ref:", 4)) {
 		const char *t = text->buf + 4;
 		size_t n;
@@ -261,10 +261,10 @@ static int parse_loose(struct repo *repo, const char *path, const char *name,
 		}
 		return 0;
 	}
-	if (text->len < repo->algo->hexsz ||
-	    oid_from_hex(&out->oid, repo->algo, text->buf) ||
-	    (text->len > repo->algo->hexsz &&
-	     !strchr(" \t\r\n", text->buf[repo->algo->hexsz])))
+	if (text->len < algo->hexsz ||
+	    oid_from_hex(&out->oid, algo, text->buf) ||
+	    (text->len > algo->hexsz &&
+	     !strchr(" \t\r\n", text->buf[algo->hexsz])))
 		return ERR_CORRUPT("%s: not a ref", path);
 	out->name = strdup(name);
 	if (!out->name)
@@ -321,7 +321,7 @@ static int read_loose(struct repo *repo, const char *name, struct ref *out)
 		}
 	}
 	if (!ret)
-		ret = parse_loose(repo, path.buf, name, &text, out);
+		ret = loose_ref_parse(repo->algo, path.buf, name, &text, out);
 	buf_release(&path);
 	buf_release(&text);
 	return ret;
@@ -375,7 +375,7 @@ static int walk_loose(struct repo *repo, const char *base, const char *top,
 				err_clear();	/* vanished meanwhile, or leads out */
 				continue;
 			}
-			if (parse_loose(repo, path.buf, name.buf, &text, &ref)) {
+			if (loose_ref_parse(repo->algo, path.buf, name.buf, &text, &ref)) {
 				/* Git skips a broken loose ref with a warning */
 				err_clear();
 				continue;

@@ -13,6 +13,7 @@ if ! "$XL_TOP/tests/fuzz/seed.sh" "$seeds" >"$TRASH/seed.out" 2>&1; then
 	not_ok "seeds are made from the fixtures ($(tail -1 "$TRASH/seed.out"))"
 	test_done
 fi
+export XL_FUZZ_REPO=$seeds/repo.git	# fuzz-resolve's repository
 for src in "$XL_TOP"/tests/fuzz/fuzz-*.c; do
 	t=$(basename "$src" .c)
 	bin=$XL_TOP/tests/fuzz/$t-replay

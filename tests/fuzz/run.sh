@@ -14,6 +14,7 @@ dir=$1 secs=$2
 shift 2
 here=$(cd "$(dirname "$0")" && pwd)
 [ -d "$dir/seeds" ] || "$here/seed.sh" "$dir/seeds" >/dev/null || exit 2
+export XL_FUZZ_REPO=$dir/seeds/repo.git	# fuzz-resolve's repository
 failed=0 total=0
 printf '%-20s %12s %10s %8s %s\n' target executions "exec/s" corpus result
 for t in "$@"; do

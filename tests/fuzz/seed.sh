@@ -16,8 +16,13 @@
 #   fuzz-submodule-map  the fixtures' submodule maps
 #   fuzz-alternates   a few alternates files (absolute, relative,
 #                     comments, a loop back)
-#   fuzz-cache        caches git xlate builds for two fixtures (if
-#                     ./git-xlate is built)
+#   fuzz-cache        caches git xlate builds for two fixtures
+#   fuzz-loose-ref    the fixtures' loose ref files and HEADs
+#   fuzz-resolve      names of the history fixture's objects, in every
+#                     form cat-file takes; and OUTDIR/repo.git: that
+#                     fixture with its cache, for fuzz-resolve
+#                     ($XL_FUZZ_REPO)
+# (fuzz-cache and fuzz-resolve need ./git-xlate built.)
 set -eu -o pipefail
 
 out=$1
@@ -25,7 +30,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/xl-seed.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 for t in idx pack loose packed-refs reftable config object delta \
-	submodule-map alternates cache; do
+	submodule-map alternates cache loose-ref resolve; do
 	mkdir -p "$out/fuzz-$t"
 done
 
@@ -37,6 +42,9 @@ for repo in "$tmp"/*.git; do
 	name=$(basename "$repo" .git)
 	n=$((n + 1))
 	[ -f "$repo/config" ] && cp "$repo/config" "$out/fuzz-config/$name"
+	for f in "$repo/HEAD" "$repo"/refs/heads/* "$repo"/refs/tags/*; do
+		[ -f "$f" ] && { printf '\0'; cat "$f"; } >"$out/fuzz-loose-ref/$name-$(basename "$f")"
+	done
 	[ -f "$repo/packed-refs" ] &&
 		{ printf '\0'; cat "$repo/packed-refs"; } >"$out/fuzz-packed-refs/$name"
 	for t in "$repo"/reftable/*.ref; do
@@ -123,12 +131,26 @@ printf '%s\n' "$tmp/history.git/objects" >"$out/fuzz-alternates/absolute"
 printf '# a comment\n\n../../alt/objects\n../../alt/objects\n' >"$out/fuzz-alternates/relative-twice"
 printf '../../objects\r\n/nonexistent\n' >"$out/fuzz-alternates/self-crlf"
 if [ -x "$top/git-xlate" ]; then
+	rm -rf "$out/repo.git"
+	cp -R "$tmp/history.git" "$out/repo.git"
+	"$top/git-xlate" -C "$out/repo.git" build >/dev/null 2>&1
+	i=0
+	while IFS=$'\t' read -r ref o256 o1 _; do
+		i=$((i + 1))
+		short=${ref#refs/heads/}
+		short=${short#refs/tags/}
+		for n in "$ref" "$short" "$o256" "$o1" "${o256:0:7}" "${o1:0:9}" \
+			"$short^{tree}" "$short~1" "$short^2" "$short^{}" "$o1^{sha1}" \
+			"$short:a" "$short^{sha256}"; do
+			printf '%s\n' "$n"
+		done >"$out/fuzz-resolve/$i"
+	done <"$top/tests/fixtures/history.refs.tsv"
 	for f in history signed; do
 		[ -d "$tmp/$f.git" ] &&
 			"$top/git-xlate" -C "$tmp/$f.git" --cache "$out/fuzz-cache/$f.sqlite" build >/dev/null 2>&1
 		rm -f "$out/fuzz-cache/$f.sqlite-wal" "$out/fuzz-cache/$f.sqlite-shm"
 	done
 fi
-for t in "$out"/*; do
+for t in "$out"/fuzz-*; do
 	echo "$(basename "$t"): $(ls "$t" | wc -l) seeds"
 done
