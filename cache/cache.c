@@ -104,6 +104,7 @@ const char *const cache_stmt_sql[ST__COUNT] = {
 	[ST_ROLLBACK] = "ROLLBACK",
 	[ST_META_GET] = "SELECT value FROM meta WHERE key = ?1",
 	[ST_META_PUT] = "INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)",
+	[ST_CLEAR_META] = "DELETE FROM meta WHERE key NOT IN ('format', 'settings')",
 	[ST_NONEMPTY] = "SELECT EXISTS (SELECT 1 FROM objects) OR "
 			"EXISTS (SELECT 1 FROM packs) OR "
 			"EXISTS (SELECT 1 FROM gitlinks)",
@@ -1040,7 +1041,8 @@ int cache_check_settings(struct cache *cache, const char *settings)
 		    (run_drop(cache), 0) ||
 		    (ret = run(cache, ST_CLEAR_PACK1_CHUNKS, "emptying")) ||
 		    (ret = run(cache, ST_CLEAR_PACK1_IDX, "emptying")) ||
-		    (ret = run(cache, ST_CLEAR_REF_NAMES, "emptying")))
+		    (ret = run(cache, ST_CLEAR_REF_NAMES, "emptying")) ||
+		    (ret = run(cache, ST_CLEAR_META, "emptying")))
 			goto out;
 		if (found)
 			ret = buf_addf(&msg, "cache %s was built with settings "
@@ -1073,6 +1075,53 @@ out:
 		cache->warn(cache->warn_data, msg.buf);
 	buf_release(&old);
 	buf_release(&msg);
+	return ret;
+}
+
+/* ---- facts kept between builds ------------------------------------- */
+
+/* The keys cache_open() and cache_check_settings() own. */
+static int meta_reserved(const char *key)
+{
+	return !strcmp(key, "format") || !strcmp(key, "settings");
+}
+
+int cache_meta_get(struct cache *cache, const char *key, struct buf *out)
+{
+	sqlite3_stmt *st = cache->stmt[ST_META_GET];
+	int ret;
+
+	buf_reset(out);
+	if ((ret = lock(cache)))
+		return ret;
+	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+	ret = step(cache, st, "reading meta");
+	if (ret == SQLITE_ROW) {
+		const unsigned char *v = sqlite3_column_text(st, 0);
+
+		ret = v ? buf_add(out, v, (size_t)sqlite3_column_bytes(st, 0)) : 0;
+	} else if (ret == SQLITE_DONE) {
+		ret = XL_ENOTFOUND;
+	}
+	sqlite3_reset(st);
+	unlock(cache);
+	return ret;
+}
+
+int cache_meta_put(struct cache *cache, const char *key, const char *value)
+{
+	sqlite3_stmt *st = cache->stmt[ST_META_PUT];
+	int ret;
+
+	if (meta_reserved(key))
+		return err_set(XL_EINVALID, "cache %s: meta key '%s' is not "
+			       "for callers", cache->path, key);
+	if ((ret = lock(cache)))
+		return ret;
+	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, value, -1, SQLITE_STATIC);
+	ret = run(cache, ST_META_PUT, "storing meta");
+	unlock(cache);
 	return ret;
 }
 

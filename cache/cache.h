@@ -163,6 +163,17 @@ int cache_pack_done(struct cache *cache, const char *checksum_hex,
 		    uint32_t objects);
 int cache_pack_known(struct cache *cache, const char *checksum_hex);
 
+/*
+ * Small facts a build keeps for the next one (build.c: "retry" and
+ * "missing"), as text by key.  cache_meta_get() puts the value into out
+ * (reset first): 0, XL_ENOTFOUND, or XL_EIO.  cache_meta_put() stores
+ * one, inside the open batch if there is one; the keys the cache keeps
+ * for itself ("format", "settings") are refused with XL_EINVALID.
+ * Emptying the cache for new settings drops them all.
+ */
+int cache_meta_get(struct cache *cache, const char *key, struct buf *out);
+int cache_meta_put(struct cache *cache, const char *key, const char *value);
+
 /* Counts: all objects, and how many are untranslatable. */
 int cache_count(struct cache *cache, uint64_t *objects,
 		uint64_t *untranslatable);

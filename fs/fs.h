@@ -152,6 +152,12 @@ struct xfs_status {
 	uint64_t builds;		/* builds finished since mounting */
 	double last_update;		/* when the cache last caught up (epoch s) */
 	char error[256];		/* the last build's failure, or "" */
+	/*
+	 * What the repository lacks, in words (xlate_missing_explain():
+	 * lines ending in '\n'), or "": the usual reason for objects
+	 * without a name (a partial or shallow clone).
+	 */
+	char missing[2048];
 };
 
 /* ---- the file system -------------------------------------------------------- */

@@ -105,6 +105,12 @@ int text_status(struct xfs *xfs, struct buf *out)
 		xfs->cache_path, xfs->repo_path);
 	if (!ret && s.error[0])
 		ret = buf_addf(out, "error: %s\n", s.error);
+	/* why objects have no name, a line a cause */
+	for (char *line = s.missing, *nl; !ret && *line; line = nl + 1) {
+		if (!(nl = strchr(line, '\n')))
+			break;
+		ret = buf_addf(out, "missing: %.*s\n", (int)(nl - line), line);
+	}
 	/* refs left out of sha1/: `git xlate report` says why */
 	for (size_t i = 0; snap && !ret && i < snap->view[XFS_GIT1].nr_hidden_names; i++)
 		ret = buf_addf(out, "hidden_ref: %s\n",

@@ -77,6 +77,37 @@ static void reopen(struct xfs *xfs)
 	xfs_repo_set(xfs, repo);
 }
 
+/*
+ * Say what the repository lacks, once each time that changes: in the
+ * log (on the terminal, for the first build before mounting) and in
+ * `status`.  The cache keeps the count; the words name the remedy.
+ */
+static void note_missing(struct xfs *xfs, struct repo *repo)
+{
+	struct xlate_missing m;
+	struct buf text = BUF_INIT;
+	int changed;
+
+	if (xlate_missing_read(xfs->writer, &m) ||
+	    xlate_missing_explain(repo, &m, &text)) {
+		buf_release(&text);
+		return;		/* said at the next build, or never: no harm */
+	}
+	if (text.len >= sizeof(xfs->status.missing))
+		buf_setlen(&text, sizeof(xfs->status.missing) - 1);
+	pthread_mutex_lock(&xfs->status_lock);
+	changed = strcmp(xfs->status.missing, text.len ? text.buf : "");
+	if (changed)
+		memcpy(xfs->status.missing, text.len ? text.buf : "", text.len + 1);
+	pthread_mutex_unlock(&xfs->status_lock);
+	for (char *line = text.buf, *nl; changed && line && *line; line = nl + 1) {
+		if (!(nl = strchr(line, '\n')))
+			break;	/* cut short above */
+		xfs_log(xfs, "%.*s", (int)(nl - line), line);
+	}
+	buf_release(&text);
+}
+
 int updater_build(struct xfs *xfs, int tty)
 {
 	struct build_progress p = { .xfs = xfs, .tty = tty, .start = xfs_now() };
@@ -95,14 +126,15 @@ int updater_build(struct xfs *xfs, int tty)
 	struct xlate_build_stats stats;
 	struct repo_ref *repo;
 	uint64_t objects = 0, untranslatable = 0;
-	int ret, recount, gone;
+	int ret, recount, first, gone;
 
 	xlate_progress_init(&p.bar, stderr);
 	pthread_mutex_lock(&xfs->status_lock);
 	p.base_objects = xfs->status.objects;
 	p.base_translated = xfs->status.translated + xfs->status.untranslatable;
 	/* counting is a scan of the table: only when something may have changed */
-	recount = !xfs->status.builds || xfs->status.state == XFS_ERROR;
+	first = !xfs->status.builds;
+	recount = first || xfs->status.state == XFS_ERROR;
 	pthread_mutex_unlock(&xfs->status_lock);
 
 	/* packs written since the last look (fetch, gc, repack) */
@@ -112,6 +144,9 @@ int updater_build(struct xfs *xfs, int tty)
 	/* and the SHA-1 packs of what it finished */
 	ret = xlate_build(repo->repo, xfs->writer, &opts, &stats);
 	pack1_log(xfs, &pack1_stats);
+	/* counted anew only when the refusals were walked again */
+	if (!ret && (first || stats.retried))
+		note_missing(xfs, repo->repo);
 	gone = packs_gone(repo->repo);
 	xfs_repo_put(repo);
 	if (gone)

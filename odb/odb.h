@@ -245,6 +245,18 @@ enum ref_storage repo_ref_storage(const struct repo *repo);
 int repo_is_bare(const struct repo *repo);
 /* core.quotePath: quote names with bytes >= 0x80 when printing (default 1). */
 int repo_quote_path(const struct repo *repo);
+/*
+ * A partial clone: its promisor remote's name as the config gives it
+ * (extensions.partialClone, else the first remote.<name>.promisor that
+ * is true), or NULL; and whether objects/pack holds promisor packs.
+ */
+const char *repo_promisor(const struct repo *repo);
+int repo_has_promisor_packs(const struct repo *repo);
+/*
+ * A shallow clone: how many boundary commits its `shallow` file lists
+ * (0 if it has none).  Returns 0 or the read's error.
+ */
+int repo_shallow_count(const struct repo *repo, uint64_t *out);
 struct odb *repo_odb(struct repo *repo);
 
 /* ---- the object database -------------------------------------------- */

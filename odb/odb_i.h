@@ -94,6 +94,7 @@ struct repo {
 	enum ref_storage ref_storage;
 	int bare;
 	int quote_path;		/* core.quotePath (default true) */
+	char *promisor;		/* the promisor remote's name, or NULL */
 	struct odb *odb;
 };
 
@@ -105,6 +106,9 @@ struct repo_format {
 	enum ref_storage ref_storage;
 	int bare;		/* -1 if unset */
 	int quote_path;		/* core.quotePath; 1 unless set false */
+	char *promisor;		/* extensions.partialClone, or the first
+				   remote.<name>.promisor that is true */
+	int promisor_ext;	/* promisor came from the extension */
 	struct buf unknown;	/* unknown extensions, "\tname\n" each */
 	struct buf v1_only;	/* v1-only extensions seen */
 	int err;		/* first value error (XL_*), message kept */

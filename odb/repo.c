@@ -17,6 +17,7 @@
  */
 #include "odb_i.h"
 
+#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -58,6 +59,8 @@ void repo_format_release(struct repo_format *fmt)
 	buf_release(&fmt->v1_only);
 	free(fmt->errmsg);
 	fmt->errmsg = NULL;
+	free(fmt->promisor);
+	fmt->promisor = NULL;
 }
 
 static void format_error(struct repo_format *fmt, int code, const char *fmtstr,
@@ -90,6 +93,23 @@ static int format_cb(const char *key, const char *value, void *data)
 	}
 	if (!strcmp(key, "core.quotepath")) {
 		fmt->quote_path = config_bool(value) != 0;
+		return 0;
+	}
+	/*
+	 * A partial clone: Git names its promisor remote in
+	 * extensions.partialClone (older clones) or marks it with
+	 * remote.<name>.promisor.  Only said back to users.
+	 */
+	if (!strcmp(key, "extensions.partialclone") && value && *value) {
+		free(fmt->promisor);
+		fmt->promisor = strdup(value);
+		fmt->promisor_ext = 1;
+	} else if (!strncmp(key, "remote.", 7) && !fmt->promisor_ext) {
+		size_t len = strlen(key);
+
+		if (len > 7 + 9 && !strcmp(key + len - 9, ".promisor") &&
+		    config_bool(value) == 1 && !fmt->promisor)
+			fmt->promisor = strndup(key + 7, len - 7 - 9);
 		return 0;
 	}
 	if (strncmp(key, "extensions.", 11))
@@ -352,6 +372,8 @@ int repo_open(struct repo **out, const char *path)
 	repo->compat_algo = fmt.compat_algo;
 	repo->ref_storage = fmt.ref_storage;
 	repo->quote_path = fmt.quote_path;
+	repo->promisor = fmt.promisor;
+	fmt.promisor = NULL;
 	repo->gitdir = buf_detach(&gitdir, NULL);
 	repo->commondir = buf_detach(&common, NULL);
 	path_join(&p, repo->commondir, "objects");
@@ -392,6 +414,7 @@ void repo_close(struct repo *repo)
 	free(repo->gitdir);
 	free(repo->commondir);
 	free(repo->objdir);
+	free(repo->promisor);
 	free(repo);
 }
 
@@ -433,6 +456,52 @@ int repo_is_bare(const struct repo *repo)
 int repo_quote_path(const struct repo *repo)
 {
 	return repo->quote_path;
+}
+
+const char *repo_promisor(const struct repo *repo)
+{
+	return repo->promisor;
+}
+
+int repo_has_promisor_packs(const struct repo *repo)
+{
+	struct buf p = BUF_INIT;
+	struct dirent *de;
+	DIR *dir;
+	int found = 0;
+
+	path_join(&p, repo->objdir, "pack");
+	dir = p.buf ? opendir(p.buf) : NULL;
+	buf_release(&p);
+	if (!dir)
+		return 0;
+	while (!found && (de = readdir(dir))) {
+		size_t len = strlen(de->d_name);
+
+		found = len > 9 && !strcmp(de->d_name + len - 9, ".promisor");
+	}
+	closedir(dir);
+	return found;
+}
+
+int repo_shallow_count(const struct repo *repo, uint64_t *out)
+{
+	struct buf p = BUF_INIT, text = BUF_INIT;
+	int ret;
+
+	*out = 0;
+	path_join(&p, repo->commondir, "shallow");
+	ret = file_read(p.buf, (size_t)1 << 30, &text);
+	if (ret == XL_ENOTFOUND) {
+		err_clear();
+		ret = 0;
+	}
+	for (size_t i = 0; !ret && i < text.len; i++)
+		if (text.buf[i] == '\n' || (i + 1 == text.len))
+			(*out)++;
+	buf_release(&p);
+	buf_release(&text);
+	return ret;
 }
 
 struct odb *repo_odb(struct repo *repo)

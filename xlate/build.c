@@ -53,12 +53,21 @@
  *                now.
  *
  * Objects refused for either reason (the dependents of an unreadable
- * object included) are stored with the retry mark.  Every build starts
- * by loading the cache's retry set (a partial index: its cost follows
- * the set, not the cache) as new objects, so they are walked again with
- * whatever has arrived since; one that still fails is stored again,
- * marked as before.  When a refused-for-now object's other references
- * include one refused for good, it is refused for good.
+ * object included) are stored with the retry mark.  A build loads the
+ * cache's retry set (a partial index: its cost follows the set, not the
+ * cache) as new objects when the repository has gained objects since
+ * the last attempt, so they are walked again with whatever has arrived;
+ * one that still fails is stored again, marked as before.  Never on a
+ * timer: on a partial clone that set is nearly every tree and commit,
+ * and the mount builds every second.  When a refused-for-now object's
+ * other references include one refused for good, it is refused for good.
+ *
+ * What the repository lacks.  The objects that stored objects refer to
+ * and the repository does not have (the blobs of a partial clone, the
+ * parents of a shallow clone's boundary) are counted by kind each time
+ * the whole retry set is walked, and kept in the cache's meta "missing"
+ * (xlate_missing_read()), so that the mount and `report` can say why
+ * objects have no name and what would bring them.
  *
  * Read errors that say nothing about the object (out of memory, I/O
  * errors) and cache errors stop the build: what was committed stays,
@@ -365,6 +374,13 @@ struct build {
 					   the layout */
 	atomic_uint_fast64_t done;
 	uint64_t total;
+	/*
+	 * Names referred to that the repository does not have, by kind
+	 * (xmap_entry.type: a blob, a tree, a commit, or OBJ_NONE when a
+	 * tag does not say), to count them once each.
+	 */
+	struct xmap missing;		/* guarded by missing_lock */
+	pthread_mutex_t missing_lock;
 };
 
 /* ---- progress and storing ------------------------------------------- */
@@ -713,6 +729,12 @@ struct recent {
 	unsigned char sha1[20];
 };
 
+/* A reference the repository lacks (see scan_refusal()). */
+struct missing_ref {
+	struct oid oid;
+	uint8_t type;		/* what refers to it says: OBJ_NONE if nothing */
+};
+
 /*
  * One thread of the walk (see "the rest, on every core" below), with
  * what the converter's mapping met during its last conversion.
@@ -732,6 +754,10 @@ struct walker {
 	int map_failed, map_retry;	/* a reference failed, for now only */
 	struct oid map_bad;		/* the reference that failed */
 	int fatal;			/* a cache error met inside a mapping */
+	/* scan_refusal(): what a refusal for now found */
+	int permanent;			/* a reference refused for good */
+	struct missing_ref *miss;	/* references the repository lacks */
+	size_t nmiss, alloc_miss;
 };
 
 /*
@@ -890,7 +916,11 @@ static int count_packed(const struct odb_pack_info *info, void *data)
 	return 0;
 }
 
-/* One of the cache's refusals for now: walk it again as if new. */
+/*
+ * One of the cache's refusals for now: walk it again as if new.  The
+ * gathering may have looked it up already (it is in a pack not yet
+ * finished): then its entry says what the cache said, and is made new.
+ */
 static int note_retry(const struct cache_object *co, void *data)
 {
 	struct build *b = data;
@@ -898,6 +928,11 @@ static int note_retry(const struct cache_object *co, void *data)
 
 	if (!e)
 		return XL_ENOMEM;
+	if (e->is_new)
+		return 0;	/* gathered as new already */
+	free(e->reason);
+	e->reason = NULL;
+	e->state = XMAP_PENDING;
 	e->is_new = 1;
 	e->flags = XMAP_F_RETRIED;
 	if (ARRAY_GROW(b->todo, b->nr, b->alloc, 1024))
@@ -1449,25 +1484,83 @@ static int walk_open(struct walker *w, uint32_t i)
 }
 
 /*
- * Is any reference of the object refused for good?  Then so is the
- * object, whatever the first failing reference said (the converter
- * stops at the first).
+ * Every reference of an object refused for now.  Is one refused for
+ * good (w->permanent)?  Then so is the object, whatever the first
+ * failing reference said (the converter stops at the first).  Which
+ * does the repository lack (w->miss, by what refers to them)?  A name
+ * found missing once is not looked up again: on a partial clone one
+ * blob is missing from many trees.
  */
-static int find_permanent(void *data, enum xlate_ref_kind kind,
-			  const struct oid *oid, const char *name, size_t len)
+static int scan_refusal(void *data, enum xlate_ref_kind kind,
+			const struct oid *oid, const char *name, size_t len)
 {
 	struct walker *w = data;
+	struct build *b = w->b;
 	struct xmap_entry *e, copy;
+	uint8_t type;
+	int known;
 
-	if (lookup(w->b, oid, &copy, &e))
-		return 0;	/* no answer: stay with "for now" */
-	if (!e) {
-		/* missing; for a gitlink, the map decides, and for good */
-		return kind == XLATE_REF_GITLINK &&
-		       !xmap_get(&w->b->submodules, oid) &&
-		       !xlate_builtin(oid, &hash_sha1, &(struct oid){ 0 });
+	pthread_mutex_lock(&b->missing_lock);
+	known = xmap_get(&b->missing, oid) != NULL;
+	pthread_mutex_unlock(&b->missing_lock);
+	if (!known) {
+		if (lookup(b, oid, &copy, &e))
+			return 0;	/* no answer: stay with "for now" */
+		if (e) {
+			if (xmap_state(e) == XMAP_BAD && !(e->flags & XMAP_F_RETRY))
+				w->permanent = 1;
+			return 0;
+		}
 	}
-	return xmap_state(e) == XMAP_BAD && !(e->flags & XMAP_F_RETRY);
+	switch (kind) {
+	case XLATE_REF_GITLINK:
+		/* another repository's commit: the map decides, and for good */
+		if (!xmap_get(&b->submodules, oid) &&
+		    !xlate_builtin(oid, &hash_sha1, &(struct oid){ 0 }))
+			w->permanent = 1;
+		return 0;
+	case XLATE_REF_TREE_ENTRY:
+		type = OBJ_BLOB;
+		break;
+	case XLATE_REF_SUBTREE:
+	case XLATE_REF_TREE:
+		type = OBJ_TREE;
+		break;
+	case XLATE_REF_PARENT:
+		type = OBJ_COMMIT;
+		break;
+	default:
+		type = OBJ_NONE;	/* a tag's target: its type line may lie */
+		break;
+	}
+	if (ARRAY_GROW(w->miss, w->nmiss, w->alloc_miss, 16))
+		return XL_ENOMEM;
+	w->miss[w->nmiss].oid = *oid;
+	w->miss[w->nmiss++].type = type;
+	return 0;
+}
+
+/*
+ * Count what w->miss found (an object refused for now, and so walked
+ * again with the whole retry set: the count is made anew each time).
+ */
+static int count_missing(struct walker *w)
+{
+	struct build *b = w->b;
+	int ret = 0;
+
+	pthread_mutex_lock(&b->missing_lock);
+	for (size_t k = 0; k < w->nmiss && !ret; k++) {
+		size_t had = b->missing.nr;
+		struct xmap_entry *e = xmap_add(&b->missing, &w->miss[k].oid);
+
+		if (!e)
+			ret = XL_ENOMEM;
+		else if (b->missing.nr != had)
+			e->type = w->miss[k].type;
+	}
+	pthread_mutex_unlock(&b->missing_lock);
+	return ret;
 }
 
 static int claims_init(struct claims *c, size_t hint)
@@ -1700,10 +1793,17 @@ static int walk_close(struct walker *w, uint32_t i)
 			snprintf(why, sizeof(why), "%s (%s)", err_msg(), d->reason);
 		else
 			snprintf(why, sizeof(why), "%s", err_msg());
-		if (retry && xlate_refs(repo_algo(b->repo), (enum obj_type)e->type,
-					content->buf, content->len,
-					find_permanent, w) == 1)
-			retry = 0;
+		if (retry) {
+			w->permanent = 0;
+			w->nmiss = 0;
+			if (xlate_refs(repo_algo(b->repo), (enum obj_type)e->type,
+				       content->buf, content->len,
+				       scan_refusal, w) == XL_ENOMEM)
+				return XL_ENOMEM;
+			retry = !w->permanent;
+			if (retry && (ret = count_missing(w)))
+				return ret;
+		}
 		e->flags = (uint8_t)((e->flags & ~XMAP_F_RETRY) |
 				     (retry ? XMAP_F_RETRY : 0));
 		return walk_refuse(w, i, why);
@@ -1813,6 +1913,7 @@ static void walker_release(struct walker *w)
 	buf_release(&w->conv);
 	free(w->recent);
 	free(w->deps);
+	free(w->miss);
 }
 
 /* Names the cache had, looked up by the walkers: into b->map. */
@@ -2242,6 +2343,106 @@ int xlate_build_settings(const struct xlate_build_opts *opts, struct buf *out)
 	return 0;
 }
 
+/* ---- when to walk the refusals again -------------------------------- */
+
+/*
+ * A set of names, told from another by how many there are and the sum
+ * of their first eight bytes (names are hashes: two sets that differ
+ * differ here too, but by a chance no repository will meet).
+ */
+struct name_sum {
+	uint64_t nr, sum;
+};
+
+static void name_sum_add(struct name_sum *s, const struct oid *oid)
+{
+	uint64_t v;
+
+	memcpy(&v, oid->hash, sizeof(v));
+	s->nr++;
+	s->sum += v;
+}
+
+/*
+ * The cache's meta "retry": "<nr> <sum> <due>".  The set is what the
+ * last build could not read, which the next one gathers again; `due`
+ * says that a build named objects without walking the refusals again,
+ * or began to walk them and may not have finished.  Only a gathering
+ * that finds just that set, with nothing due, may skip the refusals:
+ * then nothing has arrived that they could be waiting for.
+ */
+#define RETRY_KEY "retry"
+
+static int retry_due(struct build *b, const struct name_sum *gathered,
+		     int *due)
+{
+	struct buf v = BUF_INIT;
+	unsigned long long nr, sum;
+	int last_due, ret;
+	char extra;
+
+	*due = 1;
+	ret = cache_meta_get(b->cache, RETRY_KEY, &v);
+	if (ret == XL_ENOTFOUND)
+		ret = 0;
+	else if (!ret && sscanf(v.buf, "%llu %llx %d%c", &nr, &sum, &last_due,
+				&extra) == 3 &&
+		 !last_due && nr == gathered->nr && sum == gathered->sum)
+		*due = 0;
+	buf_release(&v);
+	return ret;
+}
+
+static int retry_note(struct cache *cache, const struct name_sum *unread,
+		      int due)
+{
+	char v[80];
+
+	snprintf(v, sizeof(v), "%llu %llx %d", (unsigned long long)unread->nr,
+		 (unsigned long long)unread->sum, due);
+	return cache_meta_put(cache, RETRY_KEY, v);
+}
+
+/* What this build could not read (and the next will gather again). */
+static void unread_sum(const struct build *b, struct name_sum *out)
+{
+	memset(out, 0, sizeof(*out));
+	for (size_t i = 0; i < b->map.nr; i++) {
+		const struct xmap_entry *e = &b->map.entries[i];
+		struct oid oid;
+
+		if (!e->is_new || !(e->flags & XMAP_F_UNREADABLE) ||
+		    (e->flags & XMAP_F_GONE))
+			continue;
+		oid_from_raw(&oid, repo_algo(b->repo), e->key);
+		name_sum_add(out, &oid);
+	}
+}
+
+/* ---- what the repository lacks --------------------------------------- */
+
+static void missing_count(const struct build *b, struct xlate_missing *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->known = 1;
+	for (size_t i = 0; i < b->missing.nr; i++) {
+		switch (b->missing.entries[i].type) {
+		case OBJ_BLOB:
+			m->blobs++;
+			break;
+		case OBJ_TREE:
+			m->trees++;
+			break;
+		case OBJ_COMMIT:
+			m->commits++;
+			break;
+		default:
+			m->other++;
+			break;
+		}
+	}
+}
+
 /* ---- the whole ------------------------------------------------------ */
 
 int xlate_build(struct repo *repo, struct cache *cache,
@@ -2249,6 +2450,8 @@ int xlate_build(struct repo *repo, struct cache *cache,
 		struct xlate_build_stats *stats)
 {
 	struct build b = { 0 };
+	struct name_sum gathered = { 0 }, unread;
+	int due = 0;
 	struct buf settings = BUF_INIT;
 	uint64_t count, bad;
 	size_t hint = 0;
@@ -2267,6 +2470,7 @@ int xlate_build(struct repo *repo, struct cache *cache,
 	pthread_mutex_init(&b.lock, NULL);
 	pthread_mutex_init(&b.names_lock, NULL);
 	pthread_mutex_init(&b.old_lock, NULL);
+	pthread_mutex_init(&b.missing_lock, NULL);
 	if (repo_algo(repo) != &hash_sha256)
 		return err_set(XL_EUNSUPPORTED,
 			       "%s: a %s repository has no SHA-1 form to translate to",
@@ -2283,20 +2487,26 @@ int xlate_build(struct repo *repo, struct cache *cache,
 	/* sized for every packed object, so that it seldom grows */
 	if ((ret = odb_for_each_pack(b.odb, count_packed, &hint)) ||
 	    (ret = xmap_init(&b.map, hint)) ||
-	    (ret = xmap_init(&b.submodules, 16)) || (ret = xmap_init(&b.old, 16)))
+	    (ret = xmap_init(&b.submodules, 16)) || (ret = xmap_init(&b.old, 16)) ||
+	    (ret = xmap_init(&b.missing, 16)))
 		goto out;
 	if (opts->submodule_map &&
 	    (ret = xlate_read_submodule_map(opts->submodule_map,
 					    add_submodule_pair, &b)))
 		goto out;
 
-	/* the refusals for now first, so that gathering does not take them as settled */
-	if ((!b.cache_empty &&
-	     (ret = cache_for_each(cache, CACHE_EACH_RETRY, note_retry, &b))) ||
-	    (ret = odb_for_each_pack(b.odb, note_pack, &b)) ||
+	if ((ret = odb_for_each_pack(b.odb, note_pack, &b)) ||
 	    (ret = odb_for_each_broken_pack(b.odb, note_broken_pack, stats)) ||
 	    (ret = odb_for_each_loose(b.odb, note_object, &b)))
 		goto out;
+	/* the refusals for now, if anything has arrived they may wait for */
+	for (size_t i = 0; i < b.nr; i++)
+		name_sum_add(&gathered, &b.todo[i]);
+	if (!b.cache_empty && (ret = retry_due(&b, &gathered, &due)))
+		goto out;
+	if (due && (ret = cache_for_each(cache, CACHE_EACH_RETRY, note_retry, &b)))
+		goto out;
+	stats->retried = due || b.cache_empty;
 	if (b.nr)
 		qsort(b.todo, b.nr, sizeof(*b.todo), cmp_oid);
 	if ((ret = claims_init(&b.claims, b.nr)))
@@ -2314,6 +2524,11 @@ int xlate_build(struct repo *repo, struct cache *cache,
 		spill_open(&b.spill, cache_path(cache));
 	if ((ret = cache_begin(cache)))
 		goto out;
+	/* if this build stops half way, the next must walk them again */
+	if (due && (ret = retry_note(cache, &gathered, 1))) {
+		cache_rollback(cache);
+		goto out;
+	}
 	if ((ret = writer_start(&b.writer, cache))) {
 		cache_rollback(cache);
 		goto out;
@@ -2350,6 +2565,19 @@ int xlate_build(struct repo *repo, struct cache *cache,
 		ret = odb_for_each_pack(b.odb, unmark_pack, &b);
 	for (size_t i = 0; i < b.nr_packs && !ret; i++)
 		ret = cache_pack_done(cache, b.packs[i].checksum, b.packs[i].objects);
+	/*
+	 * Named something without walking the refusals (an object that
+	 * could not be read before): the next build walks them.  The
+	 * missing are counted anew when all the refusals were walked.
+	 */
+	unread_sum(&b, &unread);
+	if (!ret)
+		ret = retry_note(cache, &unread, !due && !b.cache_empty &&
+				 stats->new_objects > 0);
+	if (!ret && stats->retried) {
+		missing_count(&b, &stats->missing);
+		ret = xlate_missing_store(cache, &stats->missing);
+	}
 	if (!ret)
 		ret = cache_commit(cache);
 	else
@@ -2375,10 +2603,12 @@ out:
 	free(b.claims.slot);
 	xmap_release(&b.submodules);
 	xmap_release(&b.old);
+	xmap_release(&b.missing);
 	free(b.todo);
 	free(b.packs);
 	pthread_mutex_destroy(&b.lock);
 	pthread_mutex_destroy(&b.names_lock);
 	pthread_mutex_destroy(&b.old_lock);
+	pthread_mutex_destroy(&b.missing_lock);
 	return ret;
 }

@@ -11,6 +11,35 @@
 
 /* ---- build ---------------------------------------------------------- */
 
+/*
+ * What the repository lacks (m, as the cache counted it), in words: one
+ * line a cause to `o`, or with `o` NULL each as a warning.
+ */
+static int say_missing(struct cli *cli, const struct xlate_missing *m,
+		       struct out *o)
+{
+	struct buf text = BUF_INIT;
+	int ret;
+
+	if ((ret = xlate_missing_explain(cli->repo, m, &text)))
+		goto out;
+	for (char *line = text.buf, *nl; line && *line; line = nl + 1) {
+		if (!(nl = strchr(line, '\n')))
+			break;
+		*nl = '\0';
+		if (o) {
+			out_str(o, "  ");
+			out_str(o, line);
+			out_write(o, "\n", 1);
+		} else {
+			cli_error(0, "warning: %s", line);
+		}
+	}
+out:
+	buf_release(&text);
+	return ret;
+}
+
 int cmd_build(struct cli *cli, int argc, char **argv)
 {
 	struct xlate_build_stats st;
@@ -47,11 +76,22 @@ int cmd_build(struct cli *cli, int argc, char **argv)
 			(unsigned long long)st.new_objects,
 			(unsigned long long)st.untranslatable,
 			st.untranslatable ? " (see git xlate report)" : "");
+	/* the usual reason for objects without a name, each time */
+	{
+		struct xlate_missing m;
+
+		if (xlate_missing_read(cli->cache, &m) || say_missing(cli, &m, NULL))
+			return cli_fail(NULL);
+	}
 	if (verbose)
 		fprintf(stderr, "seconds: gather %.3f, classify %.3f, blobs %.3f, "
 			"trees/commits/tags %.3f, store %.3f, layout %.3f\n",
 			st.secs_gather, st.secs_classify, st.secs_blobs,
 			st.secs_walk, st.secs_store, st.secs_layout);
+	if (verbose)
+		fprintf(stderr, "refusals for now: %s\n", st.retried ?
+			"walked again" :
+			"left alone (nothing has arrived that they could wait for)");
 	/*
 	 * Everything else is named and committed (cli_build warned), but
 	 * the repository has objects that cannot be read: that is exit 1,
@@ -235,6 +275,7 @@ int cmd_report(struct cli *cli, int argc, char **argv)
 	struct cache *cache;
 	uint64_t objects, bad;
 	struct hidden h = { 0 }, g = { 0 };
+	struct xlate_missing missing;
 	struct ref head;
 	struct out o;
 	char line[160];
@@ -254,6 +295,16 @@ int cmd_report(struct cli *cli, int argc, char **argv)
 		 (unsigned long long)objects, (unsigned long long)(objects - bad),
 		 (unsigned long long)bad);
 	out_str(&o, line);
+
+	/* the usual reason, said first: a partial or shallow clone */
+	if ((ret = xlate_missing_read(cache, &missing)))
+		goto out;
+	if (missing.blobs || missing.trees || missing.commits || missing.other) {
+		out_str(&o, "\nmissing from the repository (what refers to "
+			"them has no SHA-1 name):\n");
+		if ((ret = say_missing(cli, &missing, &o)))
+			goto out;
+	}
 
 	out_str(&o, "\nuntranslatable objects:\n");
 	if ((ret = cache_for_each(cache, CACHE_EACH_UNTRANSLATABLE, report_object, &o)))

@@ -165,6 +165,18 @@ struct xlate_build_opts {
 	struct xlate_pack1_stats *pack1_stats;
 };
 
+/*
+ * What the repository lacks: the objects that objects refused for now
+ * refer to and the repository does not have, each counted once, by what
+ * refers to it (a tree entry's blob, a commit's parent, ...; `other`: a
+ * tag's target).  Counted by every build that walks the refusals for
+ * now again, and kept in the cache.
+ */
+struct xlate_missing {
+	int known;			/* 0: no build has counted them yet */
+	uint64_t blobs, trees, commits, other;
+};
+
 struct xlate_build_stats {
 	uint64_t objects;		/* distinct objects known: the cache's rows
 					   (an object in two packs counts once),
@@ -173,6 +185,10 @@ struct xlate_build_stats {
 	uint64_t untranslatable;	/* of those */
 	uint64_t retry;			/* of those, refused only for now */
 	uint64_t collisions;		/* objects refused for sharing a SHA-1 name */
+	int retried;			/* the refusals for now were walked again
+					   (the repository gained objects), or
+					   there were none (an empty cache) */
+	struct xlate_missing missing;	/* known if this build counted them */
 	int emptied;			/* the cache, made under other settings,
 					   was emptied first: names may differ */
 	uint64_t unreadable;		/* objects that could not be read: not
@@ -216,6 +232,22 @@ struct xlate_build_stats {
 int xlate_build(struct repo *repo, struct cache *cache,
 		const struct xlate_build_opts *opts,
 		struct xlate_build_stats *stats);
+
+/*
+ * What the last build that counted them found missing (see struct
+ * xlate_missing): `known` 0 if none has.  Returns 0 or XL_EIO.
+ */
+int xlate_missing_read(struct cache *cache, struct xlate_missing *out);
+
+/*
+ * Why objects of `repo` have no SHA-1 name for want of others, and what
+ * would bring those: one line a cause, each ending in '\n', appended to
+ * `out` (nothing when nothing is missing).  A partial clone (a promisor
+ * remote, or promisor packs) is told by its missing blobs and trees, a
+ * shallow one by its `shallow` file.  Returns 0 or XL_ENOMEM.
+ */
+int xlate_missing_explain(struct repo *repo, const struct xlate_missing *m,
+			  struct buf *out);
 
 /*
  * A progress bar for a build on a terminal: "Translating objects:  45%

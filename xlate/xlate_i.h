@@ -75,4 +75,8 @@ struct xmap_entry *xmap_add(struct xmap *m, const struct oid *oid);
 /* Set an entry untranslatable with a copy of reason (published last). */
 void xmap_set_bad(struct xmap_entry *e, const char *reason);
 
+/* Keep what a build found missing in the cache (missing.c). */
+struct cache;
+int xlate_missing_store(struct cache *cache, const struct xlate_missing *m);
+
 #endif

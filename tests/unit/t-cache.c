@@ -879,6 +879,56 @@ out:
 	scratch_end();
 }
 
+/*
+ * The facts a build keeps for the next (build.c's "retry" and
+ * "missing"): stored, replaced, kept across a reopen, part of a batch
+ * (gone with its rollback), never the cache's own keys, and dropped
+ * with everything else when the settings change.
+ */
+TEST(meta)
+{
+	struct warnings w = { 0 };
+	struct buf v = BUF_INIT;
+	struct cache *c;
+
+	scratch_begin();
+	c = open_ok(&hash_sha256, &w);
+	if (!c)
+		goto out;
+	CHECK_INT(cache_check_settings(c, "s1"), 0);
+	CHECK_INT(cache_meta_get(c, "retry", &v), XL_ENOTFOUND);
+	CHECK_INT(cache_meta_put(c, "retry", "1 ab 0"), 0);
+	CHECK_INT(cache_meta_put(c, "retry", "2 cd 1"), 0);
+	CHECK_INT(cache_meta_get(c, "retry", &v), 0);
+	CHECK_STR(v.buf, "2 cd 1");
+	/* the cache's own keys are not for callers */
+	CHECK_INT(cache_meta_put(c, "settings", "x"), XL_EINVALID);
+	CHECK_INT(cache_meta_put(c, "format", "x"), XL_EINVALID);
+	CHECK_INT(cache_check_settings(c, "s1"), 0);
+	/* in a batch: rolled back with it */
+	CHECK_INT(cache_begin(c), 0);
+	CHECK_INT(cache_meta_put(c, "retry", "3 ef 0"), 0);
+	cache_rollback(c);
+	CHECK_INT(cache_meta_get(c, "retry", &v), 0);
+	CHECK_STR(v.buf, "2 cd 1");
+	CHECK_INT(cache_meta_put(c, "missing", "1 2 3 4"), 0);
+	cache_close(c);
+
+	c = open_ok(&hash_sha256, &w);
+	if (!c)
+		goto out;
+	CHECK_INT(cache_meta_get(c, "missing", &v), 0);
+	CHECK_STR(v.buf, "1 2 3 4");
+	/* new settings: emptied, these with the rest */
+	CHECK_INT(cache_check_settings(c, "s2"), 1);
+	CHECK_INT(cache_meta_get(c, "missing", &v), XL_ENOTFOUND);
+	CHECK_INT(cache_meta_get(c, "retry", &v), XL_ENOTFOUND);
+	cache_close(c);
+out:
+	buf_release(&v);
+	scratch_end();
+}
+
 /* ---- bad files ------------------------------------------------------- */
 
 TEST(corrupt_garbage)
@@ -2100,6 +2150,7 @@ const struct test tests[] = {
 	T(gitlinks),
 	T(packs_and_rollback),
 	T(settings),
+	T(meta),
 	T(corrupt_garbage),
 	T(corrupt_truncated),
 	T(corrupt_foreign_application),
