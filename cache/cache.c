@@ -105,6 +105,9 @@ const char *const cache_stmt_sql[ST__COUNT] = {
 	[ST_META_GET] = "SELECT value FROM meta WHERE key = ?1",
 	[ST_META_PUT] = "INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)",
 	[ST_CLEAR_META] = "DELETE FROM meta WHERE key NOT IN ('format', 'settings')",
+	[ST_KNOWN_PUT] = "INSERT OR REPLACE INTO known(sha256, sha1) VALUES (?1, ?2)",
+	[ST_KNOWN_GET] = "SELECT sha1, sha256 FROM known WHERE sha256 = ?1",
+	[ST_CLEAR_KNOWN] = "DELETE FROM known",
 	[ST_NONEMPTY] = "SELECT EXISTS (SELECT 1 FROM objects) OR "
 			"EXISTS (SELECT 1 FROM packs) OR "
 			"EXISTS (SELECT 1 FROM gitlinks)",
@@ -1042,7 +1045,8 @@ int cache_check_settings(struct cache *cache, const char *settings)
 		    (ret = run(cache, ST_CLEAR_PACK1_CHUNKS, "emptying")) ||
 		    (ret = run(cache, ST_CLEAR_PACK1_IDX, "emptying")) ||
 		    (ret = run(cache, ST_CLEAR_REF_NAMES, "emptying")) ||
-		    (ret = run(cache, ST_CLEAR_META, "emptying")))
+		    (ret = run(cache, ST_CLEAR_META, "emptying")) ||
+		    (ret = run(cache, ST_CLEAR_KNOWN, "emptying")))
 			goto out;
 		if (found)
 			ret = buf_addf(&msg, "cache %s was built with settings "
@@ -1075,6 +1079,60 @@ out:
 		cache->warn(cache->warn_data, msg.buf);
 	buf_release(&old);
 	buf_release(&msg);
+	return ret;
+}
+
+/* ---- names from the map ------------------------------------------- */
+
+int cache_put_known(struct cache *cache, const struct oid *sha256,
+		    const struct oid *sha1)
+{
+	sqlite3_stmt *st = cache->stmt[ST_KNOWN_PUT];
+	int ret;
+
+	if ((ret = check_oid(cache, sha256, cache->algo, "known name")) ||
+	    (ret = check_oid(cache, sha1, &hash_sha1, "known SHA-1 name")))
+		return ret;
+	if ((ret = lock(cache)))
+		return ret;
+	bind_oid(st, 1, sha256);
+	bind_oid(st, 2, sha1);
+	ret = run(cache, ST_KNOWN_PUT, "storing a known name");
+	unlock(cache);
+	return ret;
+}
+
+int cache_get_known(struct cache *cache, const struct oid *sha256,
+		    struct oid *out)
+{
+	sqlite3_stmt *st = cache->stmt[ST_KNOWN_GET];
+	char hex[OID_HEXSZ_MAX + 1];
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	if ((ret = check_oid(cache, sha256, cache->algo, "known name")))
+		return ret;
+	if ((ret = lock(cache)))
+		return ret;
+	bind_oid(st, 1, sha256);
+	ret = step(cache, st, "known name lookup");
+	if (ret == SQLITE_DONE) {
+		ret = XL_ENOTFOUND;
+	} else if (ret == SQLITE_ROW) {
+		struct oid key;
+
+		ret = column_oid(cache, st, 0, &hash_sha1, 0, out);
+		if (!ret)
+			ret = column_oid(cache, st, 1, cache->algo, 0, &key);
+		if (!ret && !same_name(&key, sha256))
+			ret = ERR_CORRUPT("cache %s: the known name found for %s "
+					  "is another's", cache->path,
+					  oid_to_hex_r(hex, sha256));
+		if (ret)
+			memset(out, 0, sizeof(*out));
+	}
+	sqlite3_reset(st);
+	unlock(cache);
 	return ret;
 }
 

@@ -164,6 +164,19 @@ int cache_pack_done(struct cache *cache, const char *checksum_hex,
 int cache_pack_known(struct cache *cache, const char *checksum_hex);
 
 /*
+ * Names from the map (--map) for objects the repository lacks, as the
+ * build used them in converting what refers to them, so that readers
+ * convert alike.  cache_get_known() returns 0, XL_ENOTFOUND, XL_EIO or
+ * XL_ECORRUPT (a row that is not what we wrote); cache_put_known() 0
+ * or XL_EIO, inside the open batch if there is one.  Emptied with the
+ * rest when the settings (which include the map) change.
+ */
+int cache_put_known(struct cache *cache, const struct oid *sha256,
+		    const struct oid *sha1);
+int cache_get_known(struct cache *cache, const struct oid *sha256,
+		    struct oid *out);
+
+/*
  * Small facts a build keeps for the next one (build.c: "retry" and
  * "missing"), as text by key.  cache_meta_get() puts the value into out
  * (reset first): 0, XL_ENOTFOUND, or XL_EIO.  cache_meta_put() stores

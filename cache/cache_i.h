@@ -24,7 +24,7 @@ _Static_assert(CACHE_APP_ID == 0x786c6673, "application id is \"xlfs\"");
  * column, version 2 no synthesized packs, version 3 no ref names,
  * version 4 a row per pack entry).
  */
-#define CACHE_SCHEMA_VERSION 5
+#define CACHE_SCHEMA_VERSION 6
 
 /*
  * How long a statement waits for another process's lock before failing
@@ -68,6 +68,9 @@ enum cache_stmt {
 	ST_META_GET,
 	ST_META_PUT,
 	ST_CLEAR_META,
+	ST_KNOWN_PUT,
+	ST_KNOWN_GET,
+	ST_CLEAR_KNOWN,
 	ST_NONEMPTY,
 	ST_CLEAR_OBJECTS,
 	ST_CLEAR_PACKS,

@@ -2,7 +2,7 @@
  * schema.c: the cache file itself: where it lives, its tables, and
  * whether it can be trusted.
  *
- * The schema, version 5 (PRAGMA user_version = 5), application id
+ * The schema, version 6 (PRAGMA user_version = 6), application id
  * 0x786c6673 "xlfs" (PRAGMA application_id), journal_mode WAL:
  *
  *   meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID
@@ -80,6 +80,13 @@
  *					when cold).  Rewritten by every build;
  *					a row leaves when its object is refused
  *
+ *   known(sha256 BLOB PRIMARY KEY,	an object the repository lacks, named by
+ *	   sha1 BLOB NOT NULL)		the map (--map): its SHA-1 name, as the
+ *	   WITHOUT ROWID		conversions of what refers to it used
+ *					it, so that readers convert alike.
+ *					Only the pairs used: a map exported
+ *					from a full copy has every object
+ *
  * WITHOUT ROWID makes the name the B-tree key: a lookup by SHA-256 is one
  * descent, and a lookup by SHA-1 is a descent of the index, whose entries
  * (sha1, sha256) then lead to the row.  Names are raw BLOBs, half the size
@@ -100,7 +107,7 @@
  *     otherwise they must be ours and CACHE_SCHEMA_VERSION, or version 1
  *       to 4, migrated in place (migrate_v1: a column and an index; then
  *       migrate_add: the synthesized packs' tables, the ref names, the
- *       packs' entries in runs)
+ *       packs' entries in runs, the known pairs)
  *   journal_mode=WAL, quick_check(1), the set of schema objects, meta
  *     'format', then synchronous=NORMAL and every statement prepared
  *
@@ -184,6 +191,15 @@
 	"typeof(sha1) = 'blob' AND length(sha1) = 20)" \
 	") WITHOUT ROWID;"
 
+/* The map's pairs in use: the schema's, and version 5's migration. */
+#define KNOWN_SCHEMA \
+	"CREATE TABLE known(" \
+	"sha256 BLOB PRIMARY KEY NOT NULL, " \
+	"sha1 BLOB NOT NULL, " \
+	"CHECK (typeof(sha256) = 'blob' AND length(sha256) IN (20, 32) AND " \
+	"typeof(sha1) = 'blob' AND length(sha1) = 20)" \
+	") WITHOUT ROWID;"
+
 /*
  * The schema, run once on an empty file inside a transaction.  The
  * text is constant: nothing here comes from data.
@@ -231,6 +247,7 @@ static const char schema_sql[] =
 	"CREATE INDEX gitlinks_commit1 ON gitlinks(commit1);"
 	PACK1_SCHEMA
 	REF_NAMES_SCHEMA
+	KNOWN_SCHEMA
 	"PRAGMA application_id = " STR(CACHE_APP_ID) ";"
 	"PRAGMA user_version = " STR(CACHE_SCHEMA_VERSION) ";";
 
@@ -243,6 +260,7 @@ static const char *const schema_objects[][2] = {
 	{ "table", "gitlinks" },
 	{ "index", "gitlinks_commit1" },
 	{ "index", "gitlinks_commit256" },
+	{ "table", "known" },
 	{ "table", "meta" },
 	{ "table", "objects" },
 	{ "index", "objects_retry" },
@@ -541,7 +559,9 @@ fail:
  * Version `from` to from + 1 by running `sql`: 2 to 3 adds the
  * synthesized packs' tables (the next build lays the packs out); 3 to 4
  * the ref names (the next build fills it); 4 to 5 keeps pack entries in
- * runs, and drops the layouts.  One IMMEDIATE transaction, as
+ * runs, and drops the layouts; 5 to 6 adds the known pairs (a cache
+ * built with a map names nothing the old way that this one would name
+ * otherwise: its rows stay right).  One IMMEDIATE transaction, as
  * migrate_v1.
  */
 static int migrate_add(struct cache *cache, int64_t from, const char *sql,
@@ -699,6 +719,12 @@ static int check_file(struct cache *cache, struct buf *why)
 	if (version == 4) {
 		if ((ret = set_wal(cache, why)) ||
 		    (ret = migrate_add(cache, 4, PACK1_CHUNKS_MIGRATION, why)) ||
+		    (ret = read_header(cache, &app, &version, &tables, why)))
+			return ret;
+	}
+	if (version == 5) {
+		if ((ret = set_wal(cache, why)) ||
+		    (ret = migrate_add(cache, 5, KNOWN_SCHEMA, why)) ||
 		    (ret = read_header(cache, &app, &version, &tables, why)))
 			return ret;
 	}

@@ -170,7 +170,7 @@ struct xfs {
 	/* set up before mounting, then read-only */
 	char *repo_path;		/* as given, made absolute */
 	char *cache_path;
-	char *submodule_map;
+	char *map;
 	enum xlate_unknown unknown_headers;
 	int background;
 	int foreground, debug;		/* -f, -d: log to stderr */

@@ -28,7 +28,7 @@
 struct options {
 	char *repo;
 	char *cache;
-	char *submodule_map;
+	char *map;
 	char *unknown_headers;
 	int background;
 	int help, version;
@@ -37,7 +37,8 @@ struct options {
 #define OPT(t, p) { t, offsetof(struct options, p), 1 }
 static const struct fuse_opt option_spec[] = {
 	OPT("cache=%s", cache),
-	OPT("submodule_map=%s", submodule_map),
+	OPT("map=%s", map),
+	OPT("submodule_map=%s", map),	/* its first name */
 	OPT("unknown_headers=%s", unknown_headers),
 	OPT("background", background),
 	OPT("-h", help),
@@ -56,7 +57,8 @@ static const char usage_text[] =
 	"\n"
 	"xlatefs options:\n"
 	"    -o cache=FILE              the translation cache (default: beside the repository)\n"
-	"    -o submodule_map=FILE      SHA-1 names of submodule commits (gitlinks)\n"
+	"    -o map=FILE                SHA-1 names of objects the repository lacks\n"
+	"                               (submodule commits, a partial or shallow clone's)\n"
 	"    -o unknown_headers=fail|copy   commits with unknown headers (default fail)\n"
 	"    -o background              mount at once and translate in the background\n"
 	"    -f                         stay in the foreground (log to stderr)\n"
@@ -116,10 +118,10 @@ static int setup(struct xfs *xfs, struct options *o)
 	}
 	if (ret || !(xfs->cache_path = buf_detach(&path, NULL)))
 		return ret ? ret : err_set(XL_ENOMEM, "out of memory");
-	if (o->submodule_map) {
-		if (!realpath(o->submodule_map, real))
-			return err_errno("submodule map %s", o->submodule_map);
-		if (!(xfs->submodule_map = strdup(real)))
+	if (o->map) {
+		if (!realpath(o->map, real))
+			return err_errno("map %s", o->map);
+		if (!(xfs->map = strdup(real)))
 			return err_set(XL_ENOMEM, "out of memory");
 	}
 	if (!o->unknown_headers || !strcmp(o->unknown_headers, "fail"))
@@ -162,7 +164,7 @@ static void teardown(struct xfs *xfs)
 	buf_release(&xfs->config[XFS_GIT256]);
 	free(xfs->repo_path);
 	free(xfs->cache_path);
-	free(xfs->submodule_map);
+	free(xfs->map);
 }
 
 /* -ofsname=PATH, with libfuse's escapes for ',' and '\\' */
@@ -296,7 +298,7 @@ out:
 	free(cmd.mountpoint);
 	free(o.repo);
 	free(o.cache);
-	free(o.submodule_map);
+	free(o.map);
 	free(o.unknown_headers);
 	fuse_opt_free_args(&args);
 	return ret;

@@ -115,7 +115,7 @@ int updater_build(struct xfs *xfs, int tty)
 	struct xlate_pack1_stats pack1_stats = { 0 };
 	struct xlate_build_opts opts = {
 		.unknown_headers = xfs->unknown_headers,
-		.submodule_map = xfs->submodule_map,
+		.map = xfs->map,
 		.progress = build_progress_cb,
 		.progress_data = &p,
 		.cancel = &xfs->cancel_build,
@@ -202,6 +202,13 @@ int updater_build(struct xfs *xfs, int tty)
 		xfs->broken_packs_logged = stats.broken_packs;
 		xfs->broken_packs_sum = stats.broken_packs_sum;
 	}
+	if (!ret && stats.map_disagree)
+		xfs_log(xfs, "%llu line%s of the map name%s an object the "
+			"repository has otherwise; ignored; first: %s",
+			(unsigned long long)stats.map_disagree,
+			stats.map_disagree == 1 ? "" : "s",
+			stats.map_disagree == 1 ? "s" : "",
+			stats.first_map_disagree);
 	if (ret)
 		xfs_log(xfs, "updating the cache: %s", err_msg());
 	else if (stats.new_objects && !tty)

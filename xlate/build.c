@@ -345,7 +345,14 @@ struct build {
 	struct xmap map;		/* every name this build knows */
 	struct claims claims;		/* guarded by names_lock: SHA-1 names
 					   given out (collisions) */
-	struct xmap submodules;		/* the submodule map: for gitlinks only */
+	/*
+	 * The map's pairs (--map): names of objects the repository lacks
+	 * (gitlinks, the parents beyond a shallow boundary, a partial
+	 * clone's blobs), never of one it has.  Read-only while walking,
+	 * but for is_new, which marks a pair stored in the cache (under
+	 * missing_lock).
+	 */
+	struct xmap known;
 	struct oid *todo;		/* new objects, in name order */
 	size_t nr, alloc;
 	struct pack_mark *packs;	/* packs to mark finished at the end */
@@ -766,6 +773,32 @@ struct walker {
  * file mode, in an odd repository) is noted in w->blocked, so that the
  * walk can name it first and convert again.
  */
+/*
+ * A name from the map, for an object the repository lacks: kept in the
+ * cache the first time a conversion uses it (before the row of what
+ * refers to it can be committed), so that readers convert alike.
+ */
+static int use_known(struct walker *w, struct xmap_entry *k,
+		     const struct oid *in, struct oid *out)
+{
+	struct build *b = w->b;
+	int first, ret;
+
+	oid_from_raw(out, &hash_sha1, k->sha1);
+	pthread_mutex_lock(&b->missing_lock);
+	first = !k->is_new;
+	k->is_new = 1;
+	pthread_mutex_unlock(&b->missing_lock);
+	if (first && (ret = cache_put_known(b->cache, in, out))) {
+		pthread_mutex_lock(&b->missing_lock);
+		k->is_new = 0;
+		pthread_mutex_unlock(&b->missing_lock);
+		w->fatal = ret;
+		return ret;
+	}
+	return 0;
+}
+
 static int build_map(void *data, const struct oid *in, struct oid *out)
 {
 	struct walker *w = data;
@@ -784,6 +817,8 @@ static int build_map(void *data, const struct oid *in, struct oid *out)
 		w->fatal = ret;
 		return ret;
 	}
+	if (!e && (e = xmap_get(&w->b->known, in)))
+		return use_known(w, e, in, out);
 	if (!e) {
 		/* missing now; a fetch or an unshallow may bring it */
 		w->map_failed = w->map_retry = 1;
@@ -832,7 +867,7 @@ static int build_map_gitlink(void *data, const struct oid *in, struct oid *out)
 	}
 	if (e)
 		return build_map(data, in, out);
-	if ((e = xmap_get(&b->submodules, in))) {
+	if ((e = xmap_get(&b->known, in))) {
 		oid_from_raw(out, &hash_sha1, e->sha1);
 		return 0;
 	}
@@ -844,15 +879,15 @@ static int build_map_gitlink(void *data, const struct oid *in, struct oid *out)
 }
 
 /* Map pairs go to their own table: they must never hide a real name. */
-static int add_submodule_pair(void *data, const struct oid *o256,
-			      const struct oid *o1)
+static int add_known_pair(void *data, const struct oid *o256,
+			  const struct oid *o1)
 {
 	struct build *b = data;
-	struct xmap_entry *e = xmap_add(&b->submodules, o256);
+	struct xmap_entry *e = xmap_add(&b->known, o256);
 
 	if (!e)
 		return XL_ENOMEM;
-	e->type = OBJ_COMMIT;
+	e->type = OBJ_NONE;	/* a map does not say */
 	memcpy(e->sha1, o1->hash, 20);
 	e->state = XMAP_DONE;
 	return 0;
@@ -1511,11 +1546,13 @@ static int scan_refusal(void *data, enum xlate_ref_kind kind,
 				w->permanent = 1;
 			return 0;
 		}
+		if (xmap_get(&b->known, oid))
+			return 0;	/* the map names it */
 	}
 	switch (kind) {
 	case XLATE_REF_GITLINK:
 		/* another repository's commit: the map decides, and for good */
-		if (!xmap_get(&b->submodules, oid) &&
+		if (!xmap_get(&b->known, oid) &&
 		    !xlate_builtin(oid, &hash_sha1, &(struct oid){ 0 }))
 			w->permanent = 1;
 		return 0;
@@ -2268,7 +2305,7 @@ static int remember_ref_names(struct build *b)
 
 /* ---- settings and the submodule map --------------------------------- */
 
-int xlate_read_submodule_map(const char *path, xlate_pair_fn fn, void *data)
+int xlate_read_map(const char *path, xlate_pair_fn fn, void *data)
 {
 	FILE *f = fopen(path, "r");
 	char *line = NULL;
@@ -2276,7 +2313,7 @@ int xlate_read_submodule_map(const char *path, xlate_pair_fn fn, void *data)
 	int lineno = 0, ret = 0;
 
 	if (!f)
-		return err_errno("cannot open submodule map %s", path);
+		return err_errno("cannot open map %s", path);
 	while (!ret && getline(&line, &cap, f) >= 0) {
 		char *p = line, *q;
 		struct oid o256, o1;
@@ -2287,21 +2324,22 @@ int xlate_read_submodule_map(const char *path, xlate_pair_fn fn, void *data)
 		if (*p == '#' || *p == '\n' || *p == '\r' || !*p)
 			continue;
 		q = p + 64;
-		if (strlen(p) < 64 + 1 + 40 || oid_from_hex(&o256, &hash_sha256, p) ||
-		    (*q != ' ' && *q != '\t')) {
-			ret = ERR_CORRUPT("%s: line %d: expected \"<sha256-hex> <sha1-hex>\"",
-					  path, lineno);
-			break;
-		}
+		if (strlen(p) < 64 + 2 || oid_from_hex(&o256, &hash_sha256, p) ||
+		    (*q != ' ' && *q != '\t'))
+			goto bad;
 		while (*q == ' ' || *q == '\t')
 			q++;
-		if (oid_from_hex(&o1, &hash_sha1, q) ||
-		    (q[40] && !strchr(" \t\r\n", q[40]))) {
-			ret = ERR_CORRUPT("%s: line %d: expected \"<sha256-hex> <sha1-hex>\"",
-					  path, lineno);
-			break;
-		}
+		/* export's tsv: "-" for an object without a SHA-1 name */
+		if (q[0] == '-' && (!q[1] || strchr(" \t\r\n", q[1])))
+			continue;
+		if (strlen(q) < 40 || oid_from_hex(&o1, &hash_sha1, q) ||
+		    (q[40] && !strchr(" \t\r\n", q[40])))
+			goto bad;
 		ret = fn(data, &o256, &o1);
+		continue;
+bad:
+		ret = ERR_CORRUPT("%s: line %d: expected \"<sha256-hex> <sha1-hex>\"",
+				  path, lineno);
 	}
 	free(line);
 	fclose(f);
@@ -2322,7 +2360,7 @@ int xlate_build_settings(const struct xlate_build_opts *opts, struct buf *out)
 	buf_reset(out);
 	buf_addf(out, "unknown-headers=%s",
 		 opts->unknown_headers == XLATE_UNKNOWN_COPY ? "copy" : "fail");
-	if (opts->submodule_map) {
+	if (opts->map) {
 		EVP_MD_CTX *ctx = EVP_MD_CTX_new();
 		unsigned char md[32];
 		struct oid d;
@@ -2332,7 +2370,7 @@ int xlate_build_settings(const struct xlate_build_opts *opts, struct buf *out)
 		if (!ctx)
 			return err_set(XL_ENOMEM, "out of memory");
 		EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
-		ret = xlate_read_submodule_map(opts->submodule_map, digest_pair, ctx);
+		ret = xlate_read_map(opts->map, digest_pair, ctx);
 		EVP_DigestFinal_ex(ctx, md, NULL);
 		EVP_MD_CTX_free(ctx);
 		if (ret)
@@ -2443,6 +2481,38 @@ static void missing_count(const struct build *b, struct xlate_missing *m)
 	}
 }
 
+/*
+ * A map line for an object the repository has is not used (the object's
+ * own conversion names it); one that says otherwise is counted, for the
+ * caller to report.  Only what this build named is compared, so the cost
+ * follows the new objects, not the map.
+ */
+static void check_map(const struct build *b, struct xlate_build_stats *st)
+{
+	for (size_t i = 0; b->known.nr && i < b->map.nr; i++) {
+		const struct xmap_entry *e = &b->map.entries[i];
+		const struct xmap_entry *k;
+		char h256[OID_HEXSZ_MAX + 1], hm[OID_HEXSZ_MAX + 1],
+		     h1[OID_HEXSZ_MAX + 1];
+		struct oid o256, om, o1;
+
+		if (!e->is_new || e->state != XMAP_DONE)
+			continue;
+		oid_from_raw(&o256, repo_algo(b->repo), e->key);
+		if (!(k = xmap_get(&b->known, &o256)) ||
+		    !memcmp(k->sha1, e->sha1, 20))
+			continue;
+		if (!st->map_disagree++) {
+			oid_from_raw(&om, &hash_sha1, k->sha1);
+			oid_from_raw(&o1, &hash_sha1, e->sha1);
+			snprintf(st->first_map_disagree, sizeof(st->first_map_disagree),
+				 "%s: the map says %s, its conversion %s",
+				 oid_to_hex_r(h256, &o256), oid_to_hex_r(hm, &om),
+				 oid_to_hex_r(h1, &o1));
+		}
+	}
+}
+
 /* ---- the whole ------------------------------------------------------ */
 
 int xlate_build(struct repo *repo, struct cache *cache,
@@ -2487,12 +2557,12 @@ int xlate_build(struct repo *repo, struct cache *cache,
 	/* sized for every packed object, so that it seldom grows */
 	if ((ret = odb_for_each_pack(b.odb, count_packed, &hint)) ||
 	    (ret = xmap_init(&b.map, hint)) ||
-	    (ret = xmap_init(&b.submodules, 16)) || (ret = xmap_init(&b.old, 16)) ||
+	    (ret = xmap_init(&b.known, 16)) || (ret = xmap_init(&b.old, 16)) ||
 	    (ret = xmap_init(&b.missing, 16)))
 		goto out;
-	if (opts->submodule_map &&
-	    (ret = xlate_read_submodule_map(opts->submodule_map,
-					    add_submodule_pair, &b)))
+	if (opts->map &&
+	    (ret = xlate_read_map(opts->map,
+					    add_known_pair, &b)))
 		goto out;
 
 	if ((ret = odb_for_each_pack(b.odb, note_pack, &b)) ||
@@ -2571,6 +2641,7 @@ int xlate_build(struct repo *repo, struct cache *cache,
 	 * missing are counted anew when all the refusals were walked.
 	 */
 	unread_sum(&b, &unread);
+	check_map(&b, stats);
 	if (!ret)
 		ret = retry_note(cache, &unread, !due && !b.cache_empty &&
 				 stats->new_objects > 0);
@@ -2601,7 +2672,7 @@ out:
 	spill_close(&b.spill);
 	xmap_release(&b.map);
 	free(b.claims.slot);
-	xmap_release(&b.submodules);
+	xmap_release(&b.known);
 	xmap_release(&b.old);
 	xmap_release(&b.missing);
 	free(b.todo);

@@ -22,7 +22,7 @@ enum cli_exit {
 struct cli {
 	const char *repo_path;	/* -C, or GIT_DIR, or "." */
 	const char *cache_path;	/* --cache, or NULL for the default */
-	const char *submodule_map;	/* --submodule-map */
+	const char *map;		/* --map (or --submodule-map) */
 	enum xlate_unknown unknown_headers;	/* --unknown-headers */
 	struct repo *repo;	/* opened on demand by cli_repo() */
 	struct cache *cache;	/* opened on demand by cli_cache() */

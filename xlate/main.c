@@ -1,7 +1,7 @@
 /*
  * main.c: git-xlate, the command-line face of xlatefs.
  *
- *   git xlate [-C REPO] [--cache FILE] [--submodule-map FILE]
+ *   git xlate [-C REPO] [--cache FILE] [--map FILE]
  *             [--unknown-headers=fail|copy] COMMAND [ARGS]
  *
  * Git runs `git-xlate` from PATH for `git xlate`.  Exit status: 0 on
@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 static const char usage_text[] =
-	"usage: git xlate [-C REPO] [--cache FILE] [--submodule-map FILE]\n"
+	"usage: git xlate [-C REPO] [--cache FILE] [--map FILE]\n"
 	"                 [--unknown-headers=fail|copy] COMMAND [ARGS]\n"
 	"\n"
 	"commands:\n"
@@ -86,7 +86,7 @@ int cli_build(struct cli *cli, struct xlate_build_stats *stats)
 		.pack1 = &po,
 		.threads = cli->threads,
 		.unknown_headers = cli->unknown_headers,
-		.submodule_map = cli->submodule_map,
+		.map = cli->map,
 		.progress = isatty(2) ? xlate_progress_cb : NULL,
 		.progress_data = &p,
 	};
@@ -120,6 +120,14 @@ int cli_build(struct cli *cli, struct xlate_build_stats *stats)
 			  stats->unreadable == 1 ? "is" : "are",
 			  stats->unreadable == 1 ? "it" : "them",
 			  stats->first_unreadable);
+	if (!ret && stats->map_disagree)
+		cli_error(0, "warning: %llu line%s of the map name%s an object "
+			  "the repository has otherwise; ignored, as its own "
+			  "conversion names it; first: %s",
+			  (unsigned long long)stats->map_disagree,
+			  stats->map_disagree == 1 ? "" : "s",
+			  stats->map_disagree == 1 ? "s" : "",
+			  stats->first_map_disagree);
 	if (!ret && stats->broken_packs)
 		cli_error(0, "warning: %llu pack%s cannot be read and %s skipped; "
 			  "first: %s", (unsigned long long)stats->broken_packs,
@@ -244,8 +252,9 @@ int main(int argc, char **argv)
 	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
 		const char *a = argv[i];
 
+		/* --submodule-map: the map's first name, when gitlinks were all it named */
 		if (!strcmp(a, "-C") || !strcmp(a, "--cache") ||
-		    !strcmp(a, "--submodule-map")) {
+		    !strcmp(a, "--map") || !strcmp(a, "--submodule-map")) {
 			if (++i >= argc)
 				return cli_error(EXIT_USAGE, "%s needs an argument", a);
 			if (a[1] == 'C')
@@ -253,11 +262,13 @@ int main(int argc, char **argv)
 			else if (a[2] == 'c')
 				cli.cache_path = argv[i];
 			else
-				cli.submodule_map = argv[i];
+				cli.map = argv[i];
 		} else if (!strncmp(a, "--cache=", 8)) {
 			cli.cache_path = a + 8;
+		} else if (!strncmp(a, "--map=", 6)) {
+			cli.map = a + 6;
 		} else if (!strncmp(a, "--submodule-map=", 16)) {
-			cli.submodule_map = a + 16;
+			cli.map = a + 16;
 		} else if (!strcmp(a, "--unknown-headers=fail")) {
 			cli.unknown_headers = XLATE_UNKNOWN_FAIL;
 		} else if (!strcmp(a, "--unknown-headers=copy")) {

@@ -43,6 +43,14 @@ static int map_by_cache(void *data, const struct oid *in, struct oid *out)
 		ret = cache_get(m->cache, in, &co);
 		asked_cache = 1;
 	}
+	if (ret == XL_ENOTFOUND && asked_cache) {
+		/* one the repository lacks, named by the map (--map) */
+		ret = cache_get_known(m->cache, in, out);
+		if (!ret) {
+			xlate_memo_put(m->memo, m->generation, in, out);
+			return 0;
+		}
+	}
 	if (ret == XL_ENOTFOUND)
 		return err_set(XL_ENOTFOUND, "no SHA-1 name known for %s",
 			       oid_to_hex_r(hex, in));

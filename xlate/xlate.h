@@ -136,7 +136,7 @@ int xlate_names_get(const struct xlate_names *names, struct cache *cache,
 
 struct xlate_build_opts {
 	enum xlate_unknown unknown_headers;
-	const char *submodule_map;	/* file of "<sha256> <sha1>" lines, or NULL */
+	const char *map;	/* file of "<sha256> <sha1>" lines, or NULL */
 	int threads;			/* 0: one per online processor */
 	/* called now and then with objects done and to do (may be NULL) */
 	void (*progress)(void *data, uint64_t done, uint64_t total);
@@ -189,6 +189,10 @@ struct xlate_build_stats {
 					   (the repository gained objects), or
 					   there were none (an empty cache) */
 	struct xlate_missing missing;	/* known if this build counted them */
+	uint64_t map_disagree;		/* map lines for objects this build named
+					   otherwise: ignored (the repository's
+					   own conversion wins) */
+	char first_map_disagree[300];	/* "<sha256>: map <sha1>, named <sha1>" */
 	int emptied;			/* the cache, made under other settings,
 					   was emptied first: names may differ */
 	uint64_t unreadable;		/* objects that could not be read: not
@@ -274,13 +278,17 @@ int xlate_build_settings(const struct xlate_build_opts *opts,
 			 struct buf *out);
 
 /*
- * Read a submodule map: lines "<sha256-hex> <sha1-hex>", '#' comments
- * and blank lines allowed.  fn is called for each pair.  Returns 0,
- * XL_ENOTFOUND / XL_EIO (the file), XL_ECORRUPT (a bad line, numbered).
+ * Read a map (--map): lines "<sha256-hex> <sha1-hex>", as upstream
+ * Git's loose-object-idx has them (its "# loose-object-idx" header is
+ * a comment here), and as `git xlate export` writes them (in its tsv
+ * the type that follows is ignored, and a "-" for an object without a
+ * SHA-1 name skips the line).  '#' comments and blank lines allowed.
+ * fn is called for each pair.  Returns 0, XL_ENOTFOUND / XL_EIO (the
+ * file), XL_ECORRUPT (a bad line, numbered).
  */
 typedef int (*xlate_pair_fn)(void *data, const struct oid *sha256,
 			     const struct oid *sha1);
-int xlate_read_submodule_map(const char *path, xlate_pair_fn fn, void *data);
+int xlate_read_map(const char *path, xlate_pair_fn fn, void *data);
 
 /* ---- zlib streams of stored blocks (zstored.c) ---------------------- */
 

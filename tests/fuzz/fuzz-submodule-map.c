@@ -1,5 +1,5 @@
 /*
- * fuzz-submodule-map.c: xlate_read_submodule_map(), the file of
+ * fuzz-submodule-map.c: xlate_read_map(), the file of
  * "<sha256-hex> <sha1-hex>" lines given with submodule_map=.
  * Invariant: the pairs it reads, written out again, read back the same.
  */
@@ -29,11 +29,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!dir || fuzz_write(dir, "map", data, size))
 		goto out;
 	snprintf(path, sizeof(path), "%s/map", dir);
-	if (xlate_read_submodule_map(path, note_pair, &first))
+	if (xlate_read_map(path, note_pair, &first))
 		goto out;
 	fuzz_check(!fuzz_write(dir, "again", first.text.buf, first.text.len));
 	snprintf(path, sizeof(path), "%s/again", dir);
-	fuzz_check(!xlate_read_submodule_map(path, note_pair, &again));
+	fuzz_check(!xlate_read_map(path, note_pair, &again));
 	fuzz_check(again.nr == first.nr && again.text.len == first.text.len &&
 		   !memcmp(again.text.buf, first.text.buf, first.text.len));
 out:

@@ -880,6 +880,41 @@ out:
 }
 
 /*
+ * Names from the map for objects the repository lacks: stored, read
+ * back, replaced, and emptied with the rest when the settings change.
+ */
+TEST(known)
+{
+	struct warnings w = { 0 };
+	struct oid a = { .algo = &hash_sha256 }, one = { .algo = &hash_sha1 },
+		   two = { .algo = &hash_sha1 }, got;
+	struct cache *c;
+
+	scratch_begin();
+	memset(a.hash, 0xab, 32);
+	memset(one.hash, 0x11, 20);
+	memset(two.hash, 0x22, 20);
+	c = open_ok(&hash_sha256, &w);
+	if (!c)
+		goto out;
+	CHECK_INT(cache_check_settings(c, "s1"), 0);
+	CHECK_INT(cache_get_known(c, &a, &got), XL_ENOTFOUND);
+	CHECK_INT(cache_put_known(c, &a, &one), 0);
+	CHECK_INT(cache_get_known(c, &a, &got), 0);
+	CHECK(!memcmp(got.hash, one.hash, 20) && got.algo == &hash_sha1);
+	CHECK_INT(cache_put_known(c, &a, &two), 0);
+	CHECK_INT(cache_get_known(c, &a, &got), 0);
+	CHECK(!memcmp(got.hash, two.hash, 20));
+	/* names of the wrong algorithm are refused */
+	CHECK_INT(cache_put_known(c, &one, &two), XL_EINVALID);
+	CHECK_INT(cache_check_settings(c, "s2"), 1);
+	CHECK_INT(cache_get_known(c, &a, &got), XL_ENOTFOUND);
+	cache_close(c);
+out:
+	scratch_end();
+}
+
+/*
  * The facts a build keeps for the next (build.c's "retry" and
  * "missing"): stored, replaced, kept across a reopen, part of a batch
  * (gone with its rollback), never the cache's own keys, and dropped
@@ -1853,6 +1888,7 @@ static void check_migrated(int from, const char *drop)
 		CHECK_INT(n, 50);
 		CHECK_INT(sql_int(db_path, "SELECT count(*) FROM pack1_chunks"), 0);
 		CHECK_INT(sql_int(db_path, "SELECT count(*) FROM ref_names"), 0);
+		CHECK_INT(sql_int(db_path, "SELECT count(*) FROM known"), 0);
 		cache_close(c);
 	}
 	scratch_end();
@@ -1865,18 +1901,25 @@ static void check_migrated(int from, const char *drop)
 	"hdr BLOB NOT NULL, sha256 BLOB, base BLOB, data BLOB, " \
 	"crc INTEGER NOT NULL, PRIMARY KEY (pack, offset)) WITHOUT ROWID;"
 
+/* Version 5 gains the known pairs' table. */
+TEST(migrate_from_version_5)
+{
+	check_migrated(5, "DROP TABLE known;");
+}
+
 /* Version 2 gains the packs' tables and the ref names', and keeps its names. */
 TEST(migrate_from_version_2)
 {
 	check_migrated(2, "DROP TABLE packs1; DROP TABLE pack1_chunks; "
-		       "DROP TABLE pack1_idx; DROP TABLE ref_names;");
+		       "DROP TABLE pack1_idx; DROP TABLE ref_names; "
+		       "DROP TABLE known;");
 }
 
 /* Version 3 gains the ref names' table. */
 TEST(migrate_from_version_3)
 {
 	check_migrated(3, "DROP TABLE ref_names; DROP TABLE pack1_chunks; "
-		       V4_PACK1_ENTRIES);
+		       "DROP TABLE known; " V4_PACK1_ENTRIES);
 }
 
 /*
@@ -1885,7 +1928,8 @@ TEST(migrate_from_version_3)
  */
 TEST(migrate_from_version_4)
 {
-	check_migrated(4, "DROP TABLE pack1_chunks; " V4_PACK1_ENTRIES
+	check_migrated(4, "DROP TABLE pack1_chunks; DROP TABLE known; "
+		       V4_PACK1_ENTRIES
 		       "INSERT INTO packs1(native, checksum, objects, pack_size, "
 		       "idx_size) VALUES ('x', zeroblob(20), 1, 40, 1100);"
 		       "INSERT INTO pack1_entries VALUES (1, 12, 8, 0, x'30', "
@@ -1893,7 +1937,7 @@ TEST(migrate_from_version_4)
 		       "INSERT INTO pack1_idx VALUES (4294967296, x'00');");
 	scratch_begin();
 	make_cache(&hash_sha256, 5);
-	sql(db_path, "DROP TABLE pack1_chunks; " V4_PACK1_ENTRIES
+	sql(db_path, "DROP TABLE pack1_chunks; DROP TABLE known; " V4_PACK1_ENTRIES
 	    "INSERT INTO packs1(native, checksum, objects, pack_size, idx_size) "
 	    "VALUES ('x', zeroblob(20), 1, 40, 1100); PRAGMA user_version = 4;");
 	{
@@ -2151,6 +2195,8 @@ const struct test tests[] = {
 	T(packs_and_rollback),
 	T(settings),
 	T(meta),
+	T(known),
+	T(migrate_from_version_5),
 	T(corrupt_garbage),
 	T(corrupt_truncated),
 	T(corrupt_foreign_application),
