@@ -103,6 +103,13 @@ struct symref_file {
 struct refsnap_view {
 	struct buf head;		/* the HEAD file */
 	struct buf packed_refs;		/* the packed-refs file */
+	/*
+	 * The shallow file, if the repository has one: its boundary
+	 * commits by this view's names (in sha1/, those with a SHA-1 name;
+	 * a map can name their parents, and then they are in the view)
+	 */
+	struct buf shallow;
+	int has_shallow;
 	struct symref_file *symrefs;	/* sorted by path */
 	size_t nr_symrefs, alloc_symrefs;
 	uint64_t hidden;		/* refs left out: no name in this view */
@@ -288,6 +295,7 @@ enum dir_kind {
 enum text_kind {
 	TEXT_README, TEXT_STATUS, TEXT_HEAD, TEXT_CONFIG, TEXT_PACKED_REFS,
 	TEXT_INFO_PACKS,	/* objects/info/packs (pack.c) */
+	TEXT_SHALLOW,		/* shallow: only in a shallow clone's views */
 };
 
 struct node {
@@ -393,13 +401,19 @@ void objfile_close(struct objfile *f);
  * in the cache).  Its two files are pack-<hex>.pack (inode `ino`) and
  * pack-<hex>.idx (ino + 1).
  */
+/* The files of a served pack, in the low bits of their inode numbers. */
+enum pack_file { PACK_FILE_PACK, PACK_FILE_IDX, PACK_FILE_PROMISOR };
+
 struct served_pack {
 	enum xfs_git git;
 	char name[OID_HEXSZ_MAX + 6];	/* "pack-<hex>" */
 	char native[OID_HEXSZ_MAX + 1];	/* the native pack's checksum hex */
 	const char *native_path;	/* its .pack (lives as long as the mount) */
 	struct cache_pack1 layout;	/* sha1/ only */
-	uint64_t size[2];		/* bytes of the .pack, the .idx */
+	uint64_t size[3];		/* bytes of the .pack, the .idx, the
+					   .promisor */
+	int promisor;			/* a promisor pack (a partial clone's):
+					   it has a .promisor file */
 	fuse_ino_t ino;
 	unsigned opens;			/* packs_seen only: open files */
 };
@@ -452,7 +466,7 @@ void pack_teardown(struct xfs *xfs);
 /* ---- generated text (text.c) ---------------------------------------------------- */
 
 int text_readme(struct xfs *xfs, struct buf *out);
-int text_config(enum xfs_git git, struct buf *out);
+int text_config(enum xfs_git git, const char *promisor, struct buf *out);
 int text_status(struct xfs *xfs, struct buf *out);
 /* The content of a TEXT or SYMREF node now (snapshotted files included). */
 int text_content(struct xfs *xfs, const struct node *n, struct buf *out);

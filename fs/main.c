@@ -136,8 +136,10 @@ static int setup(struct xfs *xfs, struct options *o)
 	xfs->gid = getgid();
 	xfs->mounted = time(NULL);
 	if ((ret = text_readme(xfs, &xfs->readme)) ||
-	    (ret = text_config(XFS_GIT1, &xfs->config[XFS_GIT1])) ||
-	    (ret = text_config(XFS_GIT256, &xfs->config[XFS_GIT256])) ||
+	    (ret = text_config(XFS_GIT1, repo_promisor(repo),
+			       &xfs->config[XFS_GIT1])) ||
+	    (ret = text_config(XFS_GIT256, repo_promisor(repo),
+			       &xfs->config[XFS_GIT256])) ||
 	    (ret = node_table_new(&xfs->nodes) ? XL_ENOMEM : 0) ||
 	    (ret = xlate_memo_new(&xfs->memo, XFS_MEMO_BYTES)))
 		return ret;

@@ -47,7 +47,7 @@ struct static_node {
 /* Inode numbers of the Git directories' members: base + offset. */
 enum { GIT1_BASE = 10, GIT256_BASE = 20 };
 enum { G_DIR, G_HEAD, G_CONFIG, G_PACKED_REFS, G_OBJECTS, G_INFO, G_PACK,
-       G_INFO_PACKS };
+       G_INFO_PACKS, G_SHALLOW };
 
 #define GIT_NODES(base, dirname, git, view) \
 	{ base + G_DIR, FUSE_ROOT_ID, dirname, NODE_DIR, DIR_GIT, git }, \
@@ -59,7 +59,8 @@ enum { G_DIR, G_HEAD, G_CONFIG, G_PACKED_REFS, G_OBJECTS, G_INFO, G_PACK,
 	{ base + G_INFO, base + G_OBJECTS, "info", NODE_DIR, DIR_INFO, git }, \
 	{ base + G_PACK, base + G_OBJECTS, "pack", NODE_DIR, DIR_PACK, git }, \
 	{ base + G_INFO_PACKS, base + G_INFO, "packs", NODE_TEXT, 0, \
-	  TEXT_INFO_PACKS }
+	  TEXT_INFO_PACKS }, \
+	{ base + G_SHALLOW, base + G_DIR, "shallow", NODE_TEXT, 0, TEXT_SHALLOW }
 
 static const struct static_node static_nodes[] = {
 	{ FUSE_ROOT_ID, FUSE_ROOT_ID, "", NODE_DIR, DIR_ROOT, 0 },
@@ -272,7 +273,7 @@ static int is_versioned(const struct node *n)
 {
 	return n->kind == NODE_TEXT &&
 	       (n->text == TEXT_HEAD || n->text == TEXT_PACKED_REFS ||
-		n->text == TEXT_INFO_PACKS);
+		n->text == TEXT_INFO_PACKS || n->text == TEXT_SHALLOW);
 }
 
 int node_is_version(const struct node *n)
@@ -645,6 +646,16 @@ static int lookup_ref_path(struct xfs *xfs, enum xfs_git git,
 	return ret;
 }
 
+/* Does the view have a shallow file now (a shallow clone's)? */
+static int is_shallow(struct xfs *xfs, enum xfs_git git)
+{
+	struct refsnap *snap = refsnap_get(xfs);
+	int yes = snap && snap->view[git].has_shallow;
+
+	refsnap_put(snap);
+	return yes;
+}
+
 int node_lookup(struct xfs *xfs, fuse_ino_t parent, const char *name,
 		struct node *out)
 {
@@ -661,6 +672,9 @@ int node_lookup(struct xfs *xfs, fuse_ino_t parent, const char *name,
 
 			if (s->parent == parent && s->ino != FUSE_ROOT_ID &&
 			    !strcmp(s->name, name)) {
+				if (s->kind == NODE_TEXT && s->arg == TEXT_SHALLOW &&
+				    !is_shallow(xfs, dir.git))
+					return ENOENT;
 				from_static(s, out);
 				return is_versioned(out) ?
 					intern_version(xfs, out) : 0;
@@ -938,9 +952,14 @@ static int list_packs(struct xfs *xfs, enum xfs_git git, struct dir_listing *l)
 		const struct served_pack *sp = &snap->packs[git][i];
 		int n = snprintf(name, sizeof(name), "%s.idx", sp->name);
 
-		ret = add_ent(l, name, (size_t)n, sp->ino | 1, S_IFREG);
+		ret = add_ent(l, name, (size_t)n, sp->ino | PACK_FILE_IDX, S_IFREG);
 		n = snprintf(name, sizeof(name), "%s.pack", sp->name);
 		ret = ret ?: add_ent(l, name, (size_t)n, sp->ino, S_IFREG);
+		if (!ret && sp->promisor) {
+			n = snprintf(name, sizeof(name), "%s.promisor", sp->name);
+			ret = add_ent(l, name, (size_t)n,
+				      sp->ino | PACK_FILE_PROMISOR, S_IFREG);
+		}
 	}
 	packsnap_put(snap);
 	return ret;
@@ -959,6 +978,9 @@ int node_list(struct xfs *xfs, const struct node *dir, struct dir_listing *l)
 		for (size_t i = 0; i < NR_STATIC; i++) {
 			const struct static_node *s = &static_nodes[i];
 
+			if (s->kind == NODE_TEXT && s->arg == TEXT_SHALLOW &&
+			    s->parent == dir->ino && !is_shallow(xfs, dir->git))
+				continue;
 			if (s->parent == dir->ino && s->ino != FUSE_ROOT_ID &&
 			    (ret = add_ent(l, s->name, strlen(s->name), s->ino,
 					   s->kind == NODE_DIR ? S_IFDIR : S_IFREG)))

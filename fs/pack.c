@@ -38,7 +38,7 @@
 /*
  * Inode numbers of pack files: bit 62 (object files have bit 63), the
  * Git directory in bit 61, the first 60 bits of the pack's name with the
- * lowest one clear, and that bit set for the .idx.  Names are hashes, so
+ * lowest two clear, and those two saying which file (enum pack_file).  Names are hashes, so
  * two packs sharing 59 bits do not happen; if they did, the later one
  * would not be listed.
  */
@@ -61,7 +61,7 @@ static fuse_ino_t pack_ino_of(enum xfs_git git, const char *hex)
 	for (int i = 0; i < 15 && hex[i]; i++)
 		bits = bits << 4 | (uint64_t)hex_value((unsigned char)hex[i]);
 	return PACK_BIT | (uint64_t)git << PACK_GIT_SHIFT |
-	       (bits & PACK_NAME_MASK & ~1ull);
+	       (bits & PACK_NAME_MASK & ~3ull);
 }
 
 /* ---- what is listed --------------------------------------------------- */
@@ -256,6 +256,16 @@ static int packsnap_make(struct xfs *xfs, struct packsnap **out)
 		if (stat(idx_path.buf, &st))
 			continue;	/* deleted since we opened it: not listed */
 		sp.size[1] = (uint64_t)st.st_size;
+		/* a partial clone's pack: marked in both views */
+		buf_setlen(&idx_path, idx_path.len - 4);
+		if (buf_addstr(&idx_path, ".promisor")) {
+			ret = ENOMEM;
+			break;
+		}
+		if (!stat(idx_path.buf, &st)) {
+			sp.promisor = 1;
+			sp.size[2] = (uint64_t)st.st_size;
+		}
 		ret = snap_push(xfs, snap, &sp, info->path);
 
 		for (size_t j = 0; j < nr_layouts && !ret; j++) {
@@ -273,6 +283,7 @@ static int packsnap_make(struct xfs *xfs, struct packsnap **out)
 			s1.layout = layouts[j];
 			s1.size[0] = layouts[j].pack_size;
 			s1.size[1] = layouts[j].idx_size;
+			s1.promisor = sp.promisor;	/* an empty .promisor */
 			ret = snap_push(xfs, snap, &s1, info->path);
 			served1++;
 		}
@@ -333,13 +344,18 @@ struct packsnap *packsnap_get(struct xfs *xfs)
 
 /* ---- nodes ------------------------------------------------------------- */
 
-static void fill_node(const struct served_pack *sp, int is_idx, struct node *n)
+static int fill_node(const struct served_pack *sp, enum pack_file file,
+		     struct node *n)
 {
+	if (file > PACK_FILE_PROMISOR ||
+	    (file == PACK_FILE_PROMISOR && !sp->promisor))
+		return ENOENT;
 	memset(n, 0, sizeof(*n));
-	n->ino = sp->ino | (fuse_ino_t)is_idx;
+	n->ino = sp->ino | (fuse_ino_t)file;
 	n->kind = NODE_PACKFILE;
 	n->git = sp->git;
-	n->size = sp->size[is_idx];
+	n->size = sp->size[file];
+	return 0;
 }
 
 int pack_node(struct xfs *xfs, fuse_ino_t ino, struct node *n)
@@ -348,9 +364,9 @@ int pack_node(struct xfs *xfs, fuse_ino_t ino, struct node *n)
 
 	pthread_mutex_lock(&xfs->pack_lock);
 	for (size_t i = 0; i < xfs->nr_packs_seen; i++) {
-		if (xfs->packs_seen[i].ino == (ino & ~1ull)) {
-			fill_node(&xfs->packs_seen[i], ino & 1, n);
-			ret = 0;
+		if (xfs->packs_seen[i].ino == (ino & ~3ull)) {
+			ret = fill_node(&xfs->packs_seen[i],
+					(enum pack_file)(ino & 3), n);
 			break;
 		}
 	}
@@ -363,22 +379,24 @@ int pack_lookup(struct xfs *xfs, enum xfs_git git, const char *name,
 {
 	struct packsnap *snap = packsnap_get(xfs);
 	size_t len = strlen(name);
-	int ret = ENOENT, is_idx;
+	enum pack_file file;
+	int ret = ENOENT;
 
 	if (!snap)
 		return EIO;
 	if (len > 5 && !strcmp(name + len - 5, ".pack"))
-		is_idx = 0, len -= 5;
+		file = PACK_FILE_PACK, len -= 5;
 	else if (len > 4 && !strcmp(name + len - 4, ".idx"))
-		is_idx = 1, len -= 4;
+		file = PACK_FILE_IDX, len -= 4;
+	else if (len > 9 && !strcmp(name + len - 9, ".promisor"))
+		file = PACK_FILE_PROMISOR, len -= 9;
 	else
 		goto out;
 	for (size_t i = 0; i < snap->nr[git]; i++) {
 		const struct served_pack *sp = &snap->packs[git][i];
 
 		if (strlen(sp->name) == len && !memcmp(sp->name, name, len)) {
-			fill_node(sp, is_idx, n);
-			ret = 0;
+			ret = fill_node(sp, file, n);
 			break;
 		}
 	}
@@ -391,7 +409,7 @@ out:
 
 struct packfile {
 	struct served_pack sp;
-	int is_idx;
+	enum pack_file file;
 	int fd;				/* sha256/: the native file */
 	struct repo_ref *repo;		/* sha1/ .pack: its native pack's bytes */
 	pthread_mutex_t lock;		/* guards busy[] */
@@ -418,11 +436,11 @@ int packfile_open(struct xfs *xfs, const struct node *n, struct packfile **out)
 	if (!f)
 		return ENOMEM;
 	f->fd = -1;
-	f->is_idx = n->ino & 1;
+	f->file = (enum pack_file)(n->ino & 3);
 	pthread_mutex_init(&f->lock, NULL);
 	pthread_mutex_lock(&xfs->pack_lock);
 	for (size_t i = 0; i < xfs->nr_packs_seen; i++) {
-		if (xfs->packs_seen[i].ino == (n->ino & ~1ull)) {
+		if (xfs->packs_seen[i].ino == (n->ino & ~3ull)) {
 			f->sp = xfs->packs_seen[i];
 			xfs->packs_seen[i].opens++;
 			ret = 0;
@@ -439,15 +457,16 @@ int packfile_open(struct xfs *xfs, const struct node *n, struct packfile **out)
 		struct buf path = BUF_INIT;
 		size_t plen = strlen(f->sp.native_path);
 
-		if (f->is_idx)
+		if (f->file != PACK_FILE_PACK)
 			ret = buf_add(&path, f->sp.native_path, plen - 5) ||
-			      buf_addstr(&path, ".idx") ? ENOMEM : 0;
+			      buf_addstr(&path, f->file == PACK_FILE_IDX ?
+					 ".idx" : ".promisor") ? ENOMEM : 0;
 		else
 			ret = buf_addstr(&path, f->sp.native_path) ? ENOMEM : 0;
 		if (!ret && (f->fd = open(path.buf, O_RDONLY | O_CLOEXEC)) < 0)
 			ret = errno == ENOENT ? ENOENT : EIO;
 		buf_release(&path);
-	} else if (!f->is_idx) {
+	} else if (f->file == PACK_FILE_PACK) {
 		struct odb_pack_info info;
 
 		f->repo = xfs_repo_get(xfs);
@@ -496,7 +515,7 @@ static void reader_give(struct packfile *f, int slot)
 int packfile_read(struct xfs *xfs, struct packfile *f, uint64_t off, char *dst,
 		  size_t len, size_t *got)
 {
-	uint64_t size = f->sp.size[f->is_idx];
+	uint64_t size = f->sp.size[f->file];
 	int ret = 0, slot;
 
 	*got = 0;
@@ -520,7 +539,7 @@ int packfile_read(struct xfs *xfs, struct packfile *f, uint64_t off, char *dst,
 		}
 		return 0;
 	}
-	if (f->is_idx) {
+	if (f->file == PACK_FILE_IDX) {
 		ret = xlate_pack1_read_idx(xfs_cache(xfs), &f->sp.layout, off,
 					   dst, len);
 	} else {
@@ -535,7 +554,8 @@ int packfile_read(struct xfs *xfs, struct packfile *f, uint64_t off, char *dst,
 	}
 	if (ret) {
 		xfs_log(xfs, "%s.%s at %llu: %s", f->sp.name,
-			f->is_idx ? "idx" : "pack", (unsigned long long)off,
+			f->file == PACK_FILE_IDX ? "idx" : "pack",
+			(unsigned long long)off,
 			err_msg());
 		return EIO;
 	}

@@ -36,6 +36,7 @@ static void view_release(struct refsnap_view *v)
 	free(v->hidden_names);
 	buf_release(&v->head);
 	buf_release(&v->packed_refs);
+	buf_release(&v->shallow);
 }
 
 void refsnap_put(struct refsnap *snap)
@@ -401,6 +402,41 @@ static int snap_head(struct xfs *xfs, struct repo *repo, struct refsnap *snap)
 	return ret;
 }
 
+/*
+ * A shallow clone's boundary, as each view names it, so that stock git
+ * stops there as it does in the repository (without the file it would
+ * look for the parents, which neither view has).  sha256/ shows the
+ * file as it is; sha1/ the boundary commits that have a SHA-1 name.
+ */
+static int snap_shallow(struct xfs *xfs, struct repo *repo,
+			struct refsnap *snap)
+{
+	struct refsnap_view *v1 = &snap->view[XFS_GIT1];
+	struct refsnap_view *v256 = &snap->view[XFS_GIT256];
+	char hex[OID_HEXSZ_MAX + 1];
+	int ret = repo_shallow_read(repo, &v256->shallow);
+
+	if (ret == XL_ENOTFOUND) {
+		err_clear();
+		return 0;
+	}
+	if (ret)
+		return ret;
+	v256->has_shallow = v1->has_shallow = 1;
+	for (const char *p = v256->shallow.buf, *end = p + v256->shallow.len;
+	     p < end && !ret;) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
+		struct oid o256, o1;
+
+		if (len == OID_HEXSZ_MAX && !oid_from_hex(&o256, &hash_sha256, p) &&
+		    !sha1_of(xfs, &o256, &o1))
+			ret = buf_addf(&v1->shallow, "%s\n", oid_to_hex_r(hex, &o1));
+		p += len + 1;
+	}
+	return ret;
+}
+
 static struct refsnap *snap_make(struct xfs *xfs)
 {
 	struct refsnap *snap = calloc(1, sizeof(*snap));
@@ -418,6 +454,7 @@ static struct refsnap *snap_make(struct xfs *xfs)
 	for (int g = 0; g < XFS_GIT__COUNT; g++) {
 		buf_init(&snap->view[g].head);
 		buf_init(&snap->view[g].packed_refs);
+		buf_init(&snap->view[g].shallow);
 	}
 	/* the one before: we hold snap_busy, so nobody swaps it meanwhile */
 	pthread_mutex_lock(&xfs->snap_lock);
@@ -427,6 +464,7 @@ static struct refsnap *snap_make(struct xfs *xfs)
 	ret = buf_addstr(&snap->view[XFS_GIT1].packed_refs, packed_refs_header) ?:
 	      buf_addstr(&snap->view[XFS_GIT256].packed_refs, packed_refs_header) ?:
 	      snap_head(xfs, repo->repo, snap) ?:
+	      snap_shallow(xfs, repo->repo, snap) ?:
 	      refs_for_each(repo->repo, snap_ref, &w);
 	xfs_repo_put(repo);
 	free(w.prev.e);

@@ -5,6 +5,8 @@
  */
 #include "fs.h"
 
+static int text_config_base(enum xfs_git git, struct buf *out);
+
 #include <string.h>
 
 int text_readme(struct xfs *xfs, struct buf *out)
@@ -38,9 +40,25 @@ int text_readme(struct xfs *xfs, struct buf *out)
 /*
  * Enough for stock Git to read the directory and never try to write
  * to it: no automatic gc or maintenance, no reflogs, no commit-graph
- * written by fetches.
+ * written by fetches.  A partial clone's promisor remote is named as
+ * such (without a URL: its server speaks SHA-256), so that stock git
+ * takes the objects it lacks as promised, as it does in the repository
+ * (the packs are marked too: a .promisor file beside each).
  */
-int text_config(enum xfs_git git, struct buf *out)
+int text_config(enum xfs_git git, const char *promisor, struct buf *out)
+{
+	int ret = text_config_base(git, out);
+
+	if (ret || !promisor)
+		return ret;
+	ret = buf_addstr(out, "[remote \"");
+	for (const char *p = promisor; !ret && *p; p++)
+		ret = (*p == '"' || *p == '\\' ? buf_addch(out, '\\') : 0) ?:
+		      buf_addch(out, *p);
+	return ret ?: buf_addstr(out, "\"]\n\tpromisor = true\n");
+}
+
+static int text_config_base(enum xfs_git git, struct buf *out)
 {
 	return buf_addf(out,
 		"[core]\n"
@@ -135,6 +153,10 @@ static const char *snap_text(const struct refsnap *snap, const struct node *n,
 	if (n->text == TEXT_HEAD) {
 		*len = v->head.len;
 		return v->head.buf;
+	}
+	if (n->text == TEXT_SHALLOW) {
+		*len = v->shallow.len;
+		return v->shallow.buf;
 	}
 	*len = v->packed_refs.len;
 	return v->packed_refs.buf;

@@ -257,6 +257,8 @@ int repo_has_promisor_packs(const struct repo *repo);
  * (0 if it has none).  Returns 0 or the read's error.
  */
 int repo_shallow_count(const struct repo *repo, uint64_t *out);
+/* Its `shallow` file as it is: 0, XL_ENOTFOUND (not shallow), or an error. */
+int repo_shallow_read(const struct repo *repo, struct buf *out);
 struct odb *repo_odb(struct repo *repo);
 
 /* ---- the object database -------------------------------------------- */

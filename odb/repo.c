@@ -484,14 +484,25 @@ int repo_has_promisor_packs(const struct repo *repo)
 	return found;
 }
 
-int repo_shallow_count(const struct repo *repo, uint64_t *out)
+int repo_shallow_read(const struct repo *repo, struct buf *out)
 {
-	struct buf p = BUF_INIT, text = BUF_INIT;
+	struct buf p = BUF_INIT;
 	int ret;
 
-	*out = 0;
+	buf_reset(out);
 	path_join(&p, repo->commondir, "shallow");
-	ret = file_read(p.buf, (size_t)1 << 30, &text);
+	ret = p.buf ? file_read(p.buf, (size_t)1 << 30, out) :
+		err_set(XL_ENOMEM, "out of memory");
+	buf_release(&p);
+	return ret;
+}
+
+int repo_shallow_count(const struct repo *repo, uint64_t *out)
+{
+	struct buf text = BUF_INIT;
+	int ret = repo_shallow_read(repo, &text);
+
+	*out = 0;
 	if (ret == XL_ENOTFOUND) {
 		err_clear();
 		ret = 0;
@@ -499,7 +510,6 @@ int repo_shallow_count(const struct repo *repo, uint64_t *out)
 	for (size_t i = 0; !ret && i < text.len; i++)
 		if (text.buf[i] == '\n' || (i + 1 == text.len))
 			(*out)++;
-	buf_release(&p);
 	buf_release(&text);
 	return ret;
 }

@@ -14,6 +14,12 @@
 #     missing any more;
 #   - a shallow clone: its boundary commits counted from `shallow`, the
 #     parents it lacks, and `git fetch --unshallow`;
+#   - a map from the full copy (--map, in each format it takes) names
+#     what the clones lack: both translate completely, to the full
+#     copy's names; a map line that contradicts an object the clone has
+#     is reported and ignored; mounted, sha1/ is a partial clone (its
+#     promisor remote, .promisor packs) or a shallow one (shallow, by
+#     SHA-1 names) as the repository is, and stock git fsck passes;
 #   - a repository that simply lost a blob is not called a partial clone.
 . "$(dirname "$0")/lib.sh"
 
@@ -113,6 +119,86 @@ expect "after --unshallow the refusals are walked again" grep -q '^refusals for 
 "$XL" -C "$H" report >"$TRASH/sreport2" 2>&1
 expect "and nothing is untranslatable" grep -q '^objects: [0-9]*, translated: [0-9]*, untranslatable: 0$' "$TRASH/sreport2"
 expect_fail "nor missing" grep -q 'missing from the repository' "$TRASH/sreport2"
+
+# ---- known pairs: a map from the full copy -----------------------------------
+# the full repository's names, in each format the map takes
+"$XL" -C "$S" build
+"$XL" -C "$S" export >"$TRASH/full.tsv"
+"$XL" -C "$S" export --format=loose-object-idx >"$TRASH/full.idx"
+sed -n 's/^\([0-9a-f]*\)\t\([0-9a-f]*\)\t.*/\1 \2/p' "$TRASH/full.tsv" >"$TRASH/full.pairs"
+git -C "$S" for-each-ref --format='%(objectname)' >"$TRASH/tips"
+"$XL" -C "$S" map $(cat "$TRASH/tips") >"$TRASH/full-tips"
+P2=$TRASH/partial2.git
+i=0
+for m in full.tsv full.idx full.pairs; do
+	i=$((i + 1))
+	rm -rf "$P2"
+	git clone -q --bare --filter=blob:none "file://$S" "$P2"
+	"$XL" -C "$P2" --map "$TRASH/$m" build >"$TRASH/mbuild$i" 2>&1
+	"$XL" -C "$P2" --map "$TRASH/$m" report >"$TRASH/mreport$i" 2>&1
+	expect "with a map ($m) the partial clone translates completely" \
+		grep -q '^objects: [0-9]*, translated: [0-9]*, untranslatable: 0$' "$TRASH/mreport$i"
+	"$XL" -C "$P2" --map "$TRASH/$m" map $(cat "$TRASH/tips") >"$TRASH/tips$i" 2>&1
+	same_file "to the full copy's names ($m)" "$TRASH/full-tips" "$TRASH/tips$i"
+done
+expect "--submodule-map is the map's other name" \
+	"$XL" -C "$P2" --submodule-map "$TRASH/full.pairs" map $(head -1 "$TRASH/tips")
+
+# a line for an object the clone has, saying otherwise: reported, ignored
+t=$(head -1 "$TRASH/tips")
+t1=$(head -1 "$TRASH/full-tips")
+{ grep -v "^$t" "$TRASH/full.pairs"; echo "$t 0123456789abcdef0123456789abcdef01234567"; } >"$TRASH/lying.pairs"
+rm -rf "$P2"
+git clone -q --bare --filter=blob:none "file://$S" "$P2"
+"$XL" -C "$P2" --map "$TRASH/lying.pairs" build >"$TRASH/lbuild" 2>&1
+expect "a map line for an object the repository has is reported" \
+	grep -q "warning: 1 line of the map names an object the repository has otherwise; ignored.*first: $t: the map says 0123456789abcdef0123456789abcdef01234567, its conversion $t1" "$TRASH/lbuild"
+expect "and the object keeps its own name" \
+	test "$("$XL" -C "$P2" --map "$TRASH/lying.pairs" map "$t")" = "$t1"
+
+# mounted with the map: both views are the partial clone it is
+if fuse_ok; then
+	M2=$TRASH/mnt2
+	rm -rf "$P2"
+	git clone -q --bare --filter=blob:none "file://$S" "$P2"
+	if xl_mount "$P2" "$M2" -o map="$TRASH/full.tsv"; then
+		expect "sha1/config names the promisor remote" \
+			grep -q '^\[remote "origin"\]' "$M2/sha1/config"
+		ls "$M2/sha1/objects/pack" >"$TRASH/p1"
+		expect "sha1/'s pack is a promisor pack" grep -q '\.promisor$' "$TRASH/p1"
+		ls "$M2/sha256/objects/pack" >"$TRASH/p256"
+		same_file "sha256/objects/pack shows the repository's" \
+			<(ls "$P2/objects/pack") "$TRASH/p256"
+		for v in sha1 sha256; do
+			expect "git fsck --full on $v/ (promised blobs are not missing)" \
+				git --git-dir="$M2/$v" fsck --full --no-progress
+		done
+		git --git-dir="$M2/sha1" for-each-ref --format='%(objectname)' >"$TRASH/m-tips"
+		sort "$TRASH/full-tips" >"$TRASH/full-tips.s"
+		sort "$TRASH/m-tips" >"$TRASH/m-tips.s"
+		same_file "sha1/ refs are the full copy's" "$TRASH/full-tips.s" "$TRASH/m-tips.s"
+		expect_fail "no shallow file in a clone that is not shallow" test -e "$M2/sha1/shallow"
+		xl_umount "$M2"
+	fi
+
+	H2=$TRASH/shallow2.git
+	git clone -q --bare --depth 3 "file://$S" "$H2"
+	if xl_mount "$H2" "$M2" -o map="$TRASH/full.idx"; then
+		expect "sha256/shallow is the repository's" cmp "$H2/shallow" "$M2/sha256/shallow"
+		"$XL" -C "$S" map $(cat "$H2/shallow") | sort >"$TRASH/boundary1"
+		sort "$M2/sha1/shallow" >"$TRASH/m-boundary1"
+		same_file "sha1/shallow names the boundary by SHA-1" "$TRASH/boundary1" "$TRASH/m-boundary1"
+		git -C "$H2" log --format=%s --all >"$TRASH/h-log"
+		git --git-dir="$M2/sha1" log --format=%s --all >"$TRASH/h1-log" 2>&1
+		same_file "git log on sha1/ stops at the boundary, as in the clone" \
+			"$TRASH/h-log" "$TRASH/h1-log"
+		for v in sha1 sha256; do
+			expect "git fsck --full on $v/ of the shallow clone" \
+				git --git-dir="$M2/$v" fsck --full --no-progress
+		done
+		xl_umount "$M2"
+	fi
+fi
 
 # ---- a blob lost, in no partial clone ----------------------------------------
 L=$TRASH/lost.git
