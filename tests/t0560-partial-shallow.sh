@@ -64,7 +64,8 @@ if xl_mount "$P" "$M"; then
 		grep -q "xlatefs: $n blobs missing (partial clone; promisor remote origin)" "$M.log"
 	expect "status says it" grep -q "^missing: $n blobs missing (partial clone; promisor remote origin): fetch them" "$M/status"
 	# an idle mount: builds every second find nothing new, and must not
-	# walk the thousands of refusals again each time
+	# walk the thousands of refusals again each time (that took 1.2 s
+	# in 5 s; now 0.02-0.04 s, 0.11 s under ThreadSanitizer)
 	pid=$(cat "$M.pid")
 	ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 	sleep 1
@@ -74,8 +75,8 @@ if xl_mount "$P" "$M"; then
 	hz=$(getconf CLK_TCK)
 	used=$(awk -v a="$t0" -v b="$t1" -v hz="$hz" 'BEGIN { printf "%.2f", (b - a) / hz }')
 	echo "# idle daemon: $used s of processor time in 5 s"
-	expect "an idle mount uses under 0.25 s of processor time in 5 s ($used s)" \
-		awk -v u="$used" 'BEGIN { exit !(u < 0.25) }'
+	expect "an idle mount uses under 0.5 s of processor time in 5 s ($used s)" \
+		awk -v u="$used" 'BEGIN { exit !(u < 0.5) }'
 
 	# the remedy the message gives, for Git before 2.49
 	git -C "$P" config --unset remote.origin.partialclonefilter
