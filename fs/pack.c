@@ -82,6 +82,7 @@ static int seen_add(struct xfs *xfs, struct served_pack *sp, const char *path)
 		/* a layout made again after a cache was emptied: the new one */
 		s->layout = sp->layout;
 		memcpy(s->size, sp->size, sizeof(s->size));
+		s->promisor = sp->promisor;
 		sp->native_path = s->native_path;
 		return 0;
 	}
