@@ -109,16 +109,20 @@ for _ in $(seq 50); do
 done
 trap 'kill $(cat "$TRASH/daemon.pid" 2>/dev/null) $(cat "$TRASH/lighttpd.pid" 2>/dev/null) 2>/dev/null; cleanup_trash' EXIT
 
-expect "git clone --mirror git://.../sha1" \
-	git clone -q --mirror "git://127.0.0.1:$gport/sha1" "$TRASH/g1.git"
-same_clone "git://, stock git" "$TRASH/g1.git"
-if [ $have_dulwich = 1 ]; then
-	expect "dulwich mirrors git://.../sha1" dulwich_mirror \
-		"git://127.0.0.1:$gport/sha1" "$TRASH/d1.git"
-	same_clone "git://, dulwich" "$TRASH/d1.git"
-else
-	missing_tool "dulwich clones git://" "no dulwich for $PY (Debian: python3-dulwich)"
-fi
+# clone_both HOW URL GIT DULWICH: stock git and dulwich mirror URL into
+# the repositories GIT and DULWICH, which must then be the twin
+clone_both() {
+	expect "git clone --mirror $2" git clone -q --mirror "$2" "$3"
+	same_clone "$1, stock git" "$3"
+	if [ $have_dulwich = 1 ]; then
+		expect "dulwich mirrors $2" dulwich_mirror "$2" "$4"
+		same_clone "$1, dulwich" "$4"
+	else
+		missing_tool "dulwich mirrors $2" "no dulwich for $PY (Debian: python3-dulwich)"
+	fi
+}
+
+clone_both git:// "git://127.0.0.1:$gport/sha1" "$TRASH/g1.git" "$TRASH/d1.git"
 
 # ---- smart HTTP: git http-backend behind lighttpd -----------------------------
 if [ $have_lighttpd = 1 ]; then
@@ -142,14 +146,8 @@ if [ $have_lighttpd = 1 ]; then
 		git ls-remote "http://127.0.0.1:$hport/git/sha1" >/dev/null 2>&1 && break
 		sleep 0.1
 	done
-	expect "git clone --mirror http://.../git/sha1" \
-		git clone -q --mirror "http://127.0.0.1:$hport/git/sha1" "$TRASH/h1.git"
-	same_clone "smart HTTP, stock git" "$TRASH/h1.git"
-	if [ $have_dulwich = 1 ]; then
-		expect "dulwich mirrors http://.../git/sha1" dulwich_mirror \
-			"http://127.0.0.1:$hport/git/sha1" "$TRASH/d2.git"
-		same_clone "smart HTTP, dulwich" "$TRASH/d2.git"
-	fi
+	clone_both "smart HTTP" "http://127.0.0.1:$hport/git/sha1" \
+		"$TRASH/h1.git" "$TRASH/d2.git"
 else
 	missing_tool "smart HTTP through lighttpd" "no lighttpd (Debian: lighttpd)"
 fi
