@@ -107,6 +107,7 @@ const char *const cache_stmt_sql[ST__COUNT] = {
 	[ST_CLEAR_META] = "DELETE FROM meta WHERE key NOT IN ('format', 'settings')",
 	[ST_KNOWN_PUT] = "INSERT OR REPLACE INTO known(sha256, sha1) VALUES (?1, ?2)",
 	[ST_KNOWN_GET] = "SELECT sha1, sha256 FROM known WHERE sha256 = ?1",
+	[ST_KNOWN_GET1] = "SELECT sha256, sha1 FROM known WHERE sha1 = ?1",
 	[ST_CLEAR_KNOWN] = "DELETE FROM known",
 	[ST_NONEMPTY] = "SELECT EXISTS (SELECT 1 FROM objects) OR "
 			"EXISTS (SELECT 1 FROM packs) OR "
@@ -1102,32 +1103,49 @@ int cache_put_known(struct cache *cache, const struct oid *sha256,
 	return ret;
 }
 
-int cache_get_known(struct cache *cache, const struct oid *sha256,
+int cache_get_known(struct cache *cache, const struct oid *in,
 		    struct oid *out)
 {
-	sqlite3_stmt *st = cache->stmt[ST_KNOWN_GET];
+	const struct hash_algo *out_algo;
 	char hex[OID_HEXSZ_MAX + 1];
+	sqlite3_stmt *st;
 	int ret;
 
 	memset(out, 0, sizeof(*out));
-	if ((ret = check_oid(cache, sha256, cache->algo, "known name")))
-		return ret;
+	if (in && in->algo == cache->algo) {
+		st = cache->stmt[ST_KNOWN_GET];
+		out_algo = &hash_sha1;
+	} else if (in && in->algo == &hash_sha1) {
+		st = cache->stmt[ST_KNOWN_GET1];
+		out_algo = cache->algo;
+	} else {
+		return err_set(XL_EINVALID, "cache %s: known name lookup by a "
+			       "name of neither algorithm", cache->path);
+	}
 	if ((ret = lock(cache)))
 		return ret;
-	bind_oid(st, 1, sha256);
+	bind_oid(st, 1, in);
 	ret = step(cache, st, "known name lookup");
 	if (ret == SQLITE_DONE) {
 		ret = XL_ENOTFOUND;
 	} else if (ret == SQLITE_ROW) {
 		struct oid key;
 
-		ret = column_oid(cache, st, 0, &hash_sha1, 0, out);
+		/* the key comes back from the row, as same_name() asks */
+		ret = column_oid(cache, st, 0, out_algo, 0, out);
 		if (!ret)
-			ret = column_oid(cache, st, 1, cache->algo, 0, &key);
-		if (!ret && !same_name(&key, sha256))
+			ret = column_oid(cache, st, 1, in->algo, 0, &key);
+		if (!ret && !same_name(&key, in))
 			ret = ERR_CORRUPT("cache %s: the known name found for %s "
 					  "is another's", cache->path,
-					  oid_to_hex_r(hex, sha256));
+					  oid_to_hex_r(hex, in));
+		/* a map that gave two objects one SHA-1 name: no answer */
+		if (!ret && (ret = step(cache, st, "known name lookup")) == SQLITE_ROW)
+			ret = err_set(XL_EAMBIGUOUS, "cache %s: the map names two "
+				      "objects %s", cache->path,
+				      oid_to_hex_r(hex, in));
+		else if (ret == SQLITE_DONE)
+			ret = 0;
 		if (ret)
 			memset(out, 0, sizeof(*out));
 	}

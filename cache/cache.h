@@ -166,14 +166,17 @@ int cache_pack_known(struct cache *cache, const char *checksum_hex);
 /*
  * Names from the map (--map) for objects the repository lacks, as the
  * build used them in converting what refers to them, so that readers
- * convert alike.  cache_get_known() returns 0, XL_ENOTFOUND, XL_EIO or
- * XL_ECORRUPT (a row that is not what we wrote); cache_put_known() 0
- * or XL_EIO, inside the open batch if there is one.  Emptied with the
- * rest when the settings (which include the map) change.
+ * convert alike.  cache_get_known() looks up by either name (`in` of the
+ * cache's algorithm gives the SHA-1 name, a SHA-1 `in` the other) and
+ * returns 0, XL_ENOTFOUND, XL_EAMBIGUOUS (a map that gave two objects
+ * one SHA-1 name), XL_EIO or XL_ECORRUPT (a row that is not what we
+ * wrote); cache_put_known() 0 or XL_EIO, inside the open batch if there
+ * is one.  Emptied with the rest when the settings (which include the
+ * map) change.
  */
 int cache_put_known(struct cache *cache, const struct oid *sha256,
 		    const struct oid *sha1);
-int cache_get_known(struct cache *cache, const struct oid *sha256,
+int cache_get_known(struct cache *cache, const struct oid *in,
 		    struct oid *out);
 
 /*

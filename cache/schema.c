@@ -83,9 +83,11 @@
  *   known(sha256 BLOB PRIMARY KEY,	an object the repository lacks, named by
  *	   sha1 BLOB NOT NULL)		the map (--map): its SHA-1 name, as the
  *	   WITHOUT ROWID		conversions of what refers to it used
- *					it, so that readers convert alike.
- *					Only the pairs used: a map exported
- *					from a full copy has every object
+ *					it, so that readers convert alike
+ *					(and verify converts back).  Only the
+ *					pairs used: a map exported from a
+ *					full copy has every object
+ *   INDEX known_sha1 ON known(sha1)
  *
  * WITHOUT ROWID makes the name the B-tree key: a lookup by SHA-256 is one
  * descent, and a lookup by SHA-1 is a descent of the index, whose entries
@@ -198,7 +200,8 @@
 	"sha1 BLOB NOT NULL, " \
 	"CHECK (typeof(sha256) = 'blob' AND length(sha256) IN (20, 32) AND " \
 	"typeof(sha1) = 'blob' AND length(sha1) = 20)" \
-	") WITHOUT ROWID;"
+	") WITHOUT ROWID;" \
+	"CREATE INDEX known_sha1 ON known(sha1);"
 
 /*
  * The schema, run once on an empty file inside a transaction.  The
@@ -261,6 +264,7 @@ static const char *const schema_objects[][2] = {
 	{ "index", "gitlinks_commit1" },
 	{ "index", "gitlinks_commit256" },
 	{ "table", "known" },
+	{ "index", "known_sha1" },
 	{ "table", "meta" },
 	{ "table", "objects" },
 	{ "index", "objects_retry" },

@@ -142,6 +142,9 @@ for m in full.tsv full.idx full.pairs; do
 	"$XL" -C "$P2" --map "$TRASH/$m" map $(cat "$TRASH/tips") >"$TRASH/tips$i" 2>&1
 	same_file "to the full copy's names ($m)" "$TRASH/full-tips" "$TRASH/tips$i"
 done
+# verify converts every object back, the map's names included
+expect "git xlate verify passes on the partial clone translated with a map" \
+	"$XL" -C "$P2" --map "$TRASH/full.pairs" verify
 expect "--submodule-map is the map's other name" \
 	"$XL" -C "$P2" --submodule-map "$TRASH/full.pairs" map $(head -1 "$TRASH/tips")
 
@@ -198,6 +201,8 @@ if fuse_ok; then
 				git --git-dir="$M2/$v" fsck --full --no-progress
 		done
 		xl_umount "$M2"
+		expect "git xlate verify passes on the shallow clone with a map" \
+			"$XL" -C "$H2" --map "$TRASH/full.idx" verify
 	fi
 fi
 

@@ -23,9 +23,12 @@ static int map_back(void *data, const struct oid *in, struct oid *out)
 	int ret = cache_get_by_sha1(cache, in, &co);
 
 	if (ret == XL_ENOTFOUND)
-		return cache_get_gitlink(cache, in, out);
-	if (!ret)
+		ret = cache_get_gitlink(cache, in, out);
+	else if (!ret)
 		*out = co.sha256;
+	/* an object the repository lacks, named by the map */
+	if (ret == XL_ENOTFOUND)
+		ret = cache_get_known(cache, in, out);
 	return ret;
 }
 
@@ -261,7 +264,8 @@ static int show_ref(void *data, enum xlate_ref_kind kind, const struct oid *oid,
 	} else if (kind == XLATE_REF_GITLINK) {
 		if (cache_get_gitlink(s->cli->cache, oid, &co.sha1))
 			co.sha1.algo = NULL;
-	} else if (cache_get(s->cli->cache, oid, &co)) {
+	} else if (cache_get(s->cli->cache, oid, &co) &&
+		   cache_get_known(s->cli->cache, oid, &co.sha1)) {
 		co.sha1.algo = NULL;
 	}
 	snprintf(line, sizeof(line), "  %-8s %.*s%s%s -> ", ref_kind[kind],

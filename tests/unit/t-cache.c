@@ -905,6 +905,18 @@ TEST(known)
 	CHECK_INT(cache_put_known(c, &a, &two), 0);
 	CHECK_INT(cache_get_known(c, &a, &got), 0);
 	CHECK(!memcmp(got.hash, two.hash, 20));
+	/* and the other way, for verify */
+	CHECK_INT(cache_get_known(c, &two, &got), 0);
+	CHECK(!memcmp(got.hash, a.hash, 32) && got.algo == &hash_sha256);
+	CHECK_INT(cache_get_known(c, &one, &got), XL_ENOTFOUND);
+	/* a map that gave two objects one SHA-1 name: no answer */
+	{
+		struct oid b = a;
+
+		b.hash[0] ^= 1;
+		CHECK_INT(cache_put_known(c, &b, &two), 0);
+		CHECK_INT(cache_get_known(c, &two, &got), XL_EAMBIGUOUS);
+	}
 	/* names of the wrong algorithm are refused */
 	CHECK_INT(cache_put_known(c, &one, &two), XL_EINVALID);
 	CHECK_INT(cache_check_settings(c, "s2"), 1);
