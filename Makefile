@@ -8,6 +8,8 @@
 #   make fuzz            libFuzzer targets in .fuzz/ (clang); FUZZ_SECONDS=N
 #                        runs each for N seconds from seeds made from the fixtures
 #   make bench           speed against stock git, side by side
+#   make bench-large     the same at a million objects (opt-in: generating
+#                        the repository takes many minutes; kept in .bench/large)
 #   make demo            the built-in example (see README.md)
 #   make install         PREFIX=/usr/local, DESTDIR=
 #   make DEVELOPER=1     strict warnings as errors
@@ -139,6 +141,10 @@ fuzz: git-xlate $(FUZZ_BINS)
 bench: all
 	@tests/bench/run.sh
 
+# opt-in: a repository of about a million objects, made once (minutes)
+bench-large: all
+	@tests/bench/large.sh
+
 demo: all
 	@tests/demo.sh
 
@@ -152,7 +158,7 @@ clean:
 		$(REPLAY_BINS) .build-flags
 	$(RM) -r $(FUZZ_DIR)/obj $(FUZZ_BINS)
 
-.PHONY: all check bench demo fuzz install clean FORCE
+.PHONY: all check bench bench-large demo fuzz install clean FORCE
 .DELETE_ON_ERROR:
 # unit test objects are intermediate to make, but keep them for incremental builds
 .SECONDARY: $(UNIT_SRCS:.c=.o) $(HARNESS_OBJ) $(FUZZ_SRCS:.c=.o) $(DRIVER_OBJ) \
