@@ -107,7 +107,7 @@ const char *const cache_stmt_sql[ST__COUNT] = {
 	[ST_CLEAR_META] = "DELETE FROM meta WHERE key NOT IN ('format', 'settings')",
 	[ST_KNOWN_PUT] = "INSERT OR REPLACE INTO known(sha256, sha1) VALUES (?1, ?2)",
 	[ST_KNOWN_GET] = "SELECT sha1, sha256 FROM known WHERE sha256 = ?1",
-	[ST_KNOWN_GET1] = "SELECT sha256, sha1 FROM known WHERE sha1 = ?1",
+	[ST_KNOWN_GET1] = "SELECT sha256, sha1 FROM known WHERE sha1 = ?1 LIMIT 2",
 	[ST_CLEAR_KNOWN] = "DELETE FROM known",
 	[ST_NONEMPTY] = "SELECT EXISTS (SELECT 1 FROM objects) OR "
 			"EXISTS (SELECT 1 FROM packs) OR "
@@ -682,34 +682,40 @@ int cache_put_gitlink(struct cache *cache, const struct oid *tree,
 	return ret;
 }
 
-int cache_get_gitlink(struct cache *cache, const struct oid *in,
-		      struct oid *out)
+/*
+ * A lookup in a table of name pairs (gitlinks, known) by either name:
+ * `by_own` takes a name of the cache's algorithm and gives the SHA-1
+ * name, `by_sha1` the other way round.  Rows that name `in` twice must
+ * agree, or there is no answer (XL_EAMBIGUOUS); `what` names the table
+ * in messages.
+ */
+static int pair_get(struct cache *cache, enum cache_stmt by_own,
+		    enum cache_stmt by_sha1, const char *what,
+		    const struct oid *in, struct oid *out)
 {
 	const struct hash_algo *out_algo;
 	char hex[OID_HEXSZ_MAX + 1];
-	enum cache_stmt which;
 	sqlite3_stmt *st;
 	int ret;
 
 	memset(out, 0, sizeof(*out));
 	if (in && in->algo == cache->algo) {
-		which = ST_GITLINK_GET;
+		st = cache->stmt[by_own];
 		out_algo = &hash_sha1;
 	} else if (in && in->algo == &hash_sha1) {
-		which = ST_GITLINK_GET1;
+		st = cache->stmt[by_sha1];
 		out_algo = cache->algo;
 	} else {
-		return err_set(XL_EINVALID, "cache %s: gitlink lookup by a "
-			       "name of neither algorithm", cache->path);
+		return err_set(XL_EINVALID, "cache %s: %s lookup by a name of "
+			       "neither algorithm", cache->path, what);
 	}
 	if ((ret = lock(cache)))
 		return ret;
-	st = cache->stmt[which];
 	bind_oid(st, 1, in);
-	ret = step(cache, st, "gitlink lookup");
+	ret = step(cache, st, what);
 	if (ret == SQLITE_DONE) {
-		ret = err_set(XL_ENOTFOUND, "no gitlink to %s with a %s name "
-			      "in cache %s", oid_to_hex_r(hex, in),
+		ret = err_set(XL_ENOTFOUND, "no %s for %s with a %s name in "
+			      "cache %s", what, oid_to_hex_r(hex, in),
 			      out_algo->name, cache->path);
 	} else if (ret == SQLITE_ROW) {
 		struct oid key;
@@ -719,13 +725,13 @@ int cache_get_gitlink(struct cache *cache, const struct oid *in,
 		if (!ret)
 			ret = column_oid(cache, st, 1, in->algo, 0, &key);
 		if (!ret && !same_name(&key, in))
-			ret = ERR_CORRUPT("cache %s: the gitlink found for %s "
-					  "has another name", cache->path,
+			ret = ERR_CORRUPT("cache %s: the %s found for %s has "
+					  "another name", cache->path, what,
 					  oid_to_hex_r(hex, in));
-		if (!ret && (ret = step(cache, st, "gitlink lookup")) == SQLITE_ROW)
-			ret = err_set(XL_EAMBIGUOUS, "cache %s: gitlinks to %s "
-				      "disagree on its %s name", cache->path,
-				      oid_to_hex_r(hex, in), out_algo->name);
+		if (!ret && (ret = step(cache, st, what)) == SQLITE_ROW)
+			ret = err_set(XL_EAMBIGUOUS, "cache %s: the %s rows for "
+				      "%s disagree on its %s name", cache->path,
+				      what, oid_to_hex_r(hex, in), out_algo->name);
 		else if (ret == SQLITE_DONE)
 			ret = 0;
 		if (ret)
@@ -734,6 +740,13 @@ int cache_get_gitlink(struct cache *cache, const struct oid *in,
 	sqlite3_reset(st);
 	unlock(cache);
 	return ret;
+}
+
+int cache_get_gitlink(struct cache *cache, const struct oid *in,
+		      struct oid *out)
+{
+	return pair_get(cache, ST_GITLINK_GET, ST_GITLINK_GET1, "gitlink", in,
+			out);
 }
 
 /* ---- packs ---------------------------------------------------------- */
@@ -1106,52 +1119,9 @@ int cache_put_known(struct cache *cache, const struct oid *sha256,
 int cache_get_known(struct cache *cache, const struct oid *in,
 		    struct oid *out)
 {
-	const struct hash_algo *out_algo;
-	char hex[OID_HEXSZ_MAX + 1];
-	sqlite3_stmt *st;
-	int ret;
-
-	memset(out, 0, sizeof(*out));
-	if (in && in->algo == cache->algo) {
-		st = cache->stmt[ST_KNOWN_GET];
-		out_algo = &hash_sha1;
-	} else if (in && in->algo == &hash_sha1) {
-		st = cache->stmt[ST_KNOWN_GET1];
-		out_algo = cache->algo;
-	} else {
-		return err_set(XL_EINVALID, "cache %s: known name lookup by a "
-			       "name of neither algorithm", cache->path);
-	}
-	if ((ret = lock(cache)))
-		return ret;
-	bind_oid(st, 1, in);
-	ret = step(cache, st, "known name lookup");
-	if (ret == SQLITE_DONE) {
-		ret = XL_ENOTFOUND;
-	} else if (ret == SQLITE_ROW) {
-		struct oid key;
-
-		/* the key comes back from the row, as same_name() asks */
-		ret = column_oid(cache, st, 0, out_algo, 0, out);
-		if (!ret)
-			ret = column_oid(cache, st, 1, in->algo, 0, &key);
-		if (!ret && !same_name(&key, in))
-			ret = ERR_CORRUPT("cache %s: the known name found for %s "
-					  "is another's", cache->path,
-					  oid_to_hex_r(hex, in));
-		/* a map that gave two objects one SHA-1 name: no answer */
-		if (!ret && (ret = step(cache, st, "known name lookup")) == SQLITE_ROW)
-			ret = err_set(XL_EAMBIGUOUS, "cache %s: the map names two "
-				      "objects %s", cache->path,
-				      oid_to_hex_r(hex, in));
-		else if (ret == SQLITE_DONE)
-			ret = 0;
-		if (ret)
-			memset(out, 0, sizeof(*out));
-	}
-	sqlite3_reset(st);
-	unlock(cache);
-	return ret;
+	/* two rows for one SHA-1 name: a map that gave two objects one */
+	return pair_get(cache, ST_KNOWN_GET, ST_KNOWN_GET1, "known name", in,
+			out);
 }
 
 /* ---- facts kept between builds ------------------------------------- */
