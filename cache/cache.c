@@ -90,6 +90,16 @@ const char *const cache_stmt_sql[ST__COUNT] = {
 			  "WHERE retry = 1 ORDER BY sha256",
 	[ST_EACH_GITLINK] = "SELECT tree, path, commit256, commit1 "
 			    "FROM gitlinks ORDER BY tree, path",
+	/*
+	 * UNION drops a pair both tables hold; an object the repository
+	 * has (one of its own commits as a gitlink, a blob fetched since)
+	 * is named by the objects table instead.
+	 */
+	[ST_EACH_PAIR] = "SELECT commit256, commit1 FROM gitlinks "
+			 "WHERE commit1 IS NOT NULL AND commit256 NOT IN "
+			 "(SELECT sha256 FROM objects) "
+			 "UNION SELECT sha256, sha1 FROM known WHERE sha256 NOT IN "
+			 "(SELECT sha256 FROM objects) ORDER BY 1, 2",
 	[ST_EACH_RANGE] = "SELECT " OBJECT_COLUMNS " FROM objects "
 			  "WHERE sha256 BETWEEN ?1 AND ?2 ORDER BY sha256",
 	[ST_EACH_RANGE1] = "SELECT " OBJECT_COLUMNS_BY_SHA1 " FROM objects AS o "
@@ -920,6 +930,27 @@ int cache_for_each_gitlink(struct cache *cache, cache_gitlink_fn fn,
 			break;
 		if ((ret = fn(&tree, cache->scratch.buf, &c256,
 			      null1 ? NULL : &c1, data)))
+			break;
+	}
+	if (ret == SQLITE_DONE)
+		ret = 0;
+	sqlite3_reset(st);
+	unlock(cache);
+	return ret;
+}
+
+int cache_for_each_pair(struct cache *cache, cache_pair_fn fn, void *data)
+{
+	sqlite3_stmt *st = cache->stmt[ST_EACH_PAIR];
+	struct oid o256, o1;
+	int ret;
+
+	if ((ret = lock(cache)))
+		return ret;
+	while ((ret = step(cache, st, "walking known pairs")) == SQLITE_ROW) {
+		if ((ret = column_oid(cache, st, 0, cache->algo, 0, &o256)) ||
+		    (ret = column_oid(cache, st, 1, &hash_sha1, 0, &o1)) ||
+		    (ret = fn(&o256, &o1, data)))
 			break;
 	}
 	if (ret == SQLITE_DONE)

@@ -252,6 +252,17 @@ int cache_for_each_gitlink(struct cache *cache, cache_gitlink_fn fn,
 			   void *data);
 
 /*
+ * Every pair the cache holds for an object the repository lacks: the
+ * gitlink targets the builds named (from the map) and the known names
+ * conversions used, each pair once, in SHA-256 name order.  These are
+ * what a converter needs beyond the objects table to convert what the
+ * repository holds.  The same rules as cache_for_each() apply.
+ */
+typedef int (*cache_pair_fn)(const struct oid *sha256, const struct oid *sha1,
+			     void *data);
+int cache_for_each_pair(struct cache *cache, cache_pair_fn fn, void *data);
+
+/*
  * The ref names: the SHA-1 names of what the refs (and their peeled
  * tags) pointed at when the last build ended, copied from the objects,
  * so that a fresh mount learns them all in one scan of a small table.

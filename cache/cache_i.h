@@ -60,6 +60,7 @@ enum cache_stmt {
 	ST_EACH_UNTRANSLATABLE,
 	ST_EACH_RETRY,
 	ST_EACH_GITLINK,
+	ST_EACH_PAIR,		/* gitlinks and known names, as one set */
 	ST_EACH_RANGE,		/* primary names in a range, in order */
 	ST_EACH_RANGE1,		/* SHA-1 names in a range, in order */
 	ST_BEGIN,

@@ -165,6 +165,7 @@ struct xfs_status {
 	 * without a name (a partial or shallow clone).
 	 */
 	char missing[2048];
+	char compat[512];	/* upstream's map, checked: one line, or "" */
 };
 
 /* ---- the file system -------------------------------------------------------- */

@@ -129,6 +129,9 @@ int text_status(struct xfs *xfs, struct buf *out)
 			break;
 		ret = buf_addf(out, "missing: %.*s\n", (int)(nl - line), line);
 	}
+	/* upstream's own map (compat mode), checked against ours */
+	if (!ret && s.compat[0])
+		ret = buf_addf(out, "upstream_map: %s", s.compat);
 	/* refs left out of sha1/: `git xlate report` says why */
 	for (size_t i = 0; snap && !ret && i < snap->view[XFS_GIT1].nr_hidden_names; i++)
 		ret = buf_addf(out, "hidden_ref: %s\n",

@@ -108,6 +108,36 @@ static void note_missing(struct xfs *xfs, struct repo *repo)
 	buf_release(&text);
 }
 
+/*
+ * Upstream's own map, when the repository runs compat mode: the counts
+ * the build kept, in `status`, and in the log each time they change
+ * (the build checks the file only when it or the names changed).
+ */
+static void note_compat(struct xfs *xfs, const struct xlate_build_stats *st)
+{
+	struct buf text = BUF_INIT;
+	int changed;
+
+	if (st->compat_error[0]) {
+		buf_addf(&text, "objects/loose-object-idx (upstream's map) cannot "
+			 "be checked: %s\n", st->compat_error);
+	} else if (xlate_compat_explain(&st->compat, &text)) {
+		buf_release(&text);
+		return;
+	}
+	if (text.len >= sizeof(xfs->status.compat))
+		buf_setlen(&text, sizeof(xfs->status.compat) - 1);
+	pthread_mutex_lock(&xfs->status_lock);
+	changed = strcmp(xfs->status.compat, text.len ? text.buf : "");
+	if (changed)
+		memcpy(xfs->status.compat, text.len ? text.buf : "", text.len + 1);
+	pthread_mutex_unlock(&xfs->status_lock);
+	if (changed && text.len)
+		xfs_log(xfs, "%.*s", (int)text.len - (text.buf[text.len - 1] == '\n'),
+			text.buf);
+	buf_release(&text);
+}
+
 int updater_build(struct xfs *xfs, int tty)
 {
 	struct build_progress p = { .xfs = xfs, .tty = tty, .start = xfs_now() };
@@ -147,6 +177,8 @@ int updater_build(struct xfs *xfs, int tty)
 	/* counted anew only when the refusals were walked again */
 	if (!ret && (first || stats.retried))
 		note_missing(xfs, repo->repo);
+	if (!ret)
+		note_compat(xfs, &stats);
 	gone = packs_gone(repo->repo);
 	xfs_repo_put(repo);
 	if (gone)

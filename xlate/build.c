@@ -2667,6 +2667,14 @@ int xlate_build(struct repo *repo, struct cache *cache,
 	stats->secs_layout = seconds() - t1;
 	if (!ret)
 		ret = remember_ref_names(&b);
+	/* a file upstream keeps: said, but not ours to fail a build over */
+	if (!ret && xlate_compat_update(repo, cache, stats->new_objects > 0 ||
+					stats->emptied, &stats->compat,
+					&stats->compat_checked)) {
+		snprintf(stats->compat_error, sizeof(stats->compat_error), "%s",
+			 err_msg());
+		err_clear();
+	}
 out:
 	buf_release(&settings);
 	spill_close(&b.spill);

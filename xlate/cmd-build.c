@@ -83,6 +83,20 @@ int cmd_build(struct cli *cli, int argc, char **argv)
 		if (xlate_missing_read(cli->cache, &m) || say_missing(cli, &m, NULL))
 			return cli_fail(NULL);
 	}
+	/* upstream's own map, when the repository keeps one */
+	if (st.compat_error[0])
+		cli_error(0, "warning: cannot check %s", st.compat_error);
+	if (st.compat.disagree || st.compat.refused || st.compat.malformed ||
+	    (verbose && st.compat.present)) {
+		struct buf text = BUF_INIT;
+
+		if (!xlate_compat_explain(&st.compat, &text) && text.len) {
+			text.buf[text.len - 1] = '\0';
+			cli_error(0, "%s%s", st.compat.disagree || st.compat.malformed ?
+				  "warning: " : "", text.buf);
+		}
+		buf_release(&text);
+	}
 	if (verbose)
 		fprintf(stderr, "seconds: gather %.3f, classify %.3f, blobs %.3f, "
 			"trees/commits/tags %.3f, store %.3f, layout %.3f\n",
@@ -169,6 +183,22 @@ static int export_idx(const struct cache_object *co, void *data)
 	return out_write(o, "\n", 1);
 }
 
+/* A pair for an object the repository lacks (a gitlink's, a map's). */
+static int export_pair(const struct oid *sha256, const struct oid *sha1,
+		       void *data)
+{
+	struct cache_object co = { .sha256 = *sha256, .sha1 = *sha1 };
+
+	return export_idx(&co, data);
+}
+
+/*
+ * The loose-object-idx holds what upstream's compat mode needs to find
+ * every object by either name: the objects' pairs, then those of what
+ * they refer to and the repository lacks, without which upstream cannot
+ * convert a tree holding a gitlink (it converts a tree only when it can
+ * map every entry) or what refers to a blob a partial clone left out.
+ */
 int cmd_export(struct cli *cli, int argc, char **argv)
 {
 	int idx = 0, ret;
@@ -191,6 +221,8 @@ int cmd_export(struct cli *cli, int argc, char **argv)
 	if (idx)
 		out_str(&o, "# loose-object-idx\n");
 	ret = cache_for_each(cache, CACHE_EACH_ALL, idx ? export_idx : export_tsv, &o);
+	if (!ret && idx)
+		ret = cache_for_each_pair(cache, export_pair, &o);
 	if (!ret)
 		ret = out_flush(&o);
 	out_release(&o);
@@ -270,6 +302,35 @@ static int report_gitlink(const struct oid *tree, const char *path,
 	return out_write(o, "\n", 1);
 }
 
+/* A line of upstream's map that is not as ours: "  line N: TEXT: why" */
+static int report_compat(void *data, enum xlate_compat_bad kind,
+			 uint64_t lineno, const char *line,
+			 const struct oid *ours, const char *why)
+{
+	struct out *o = data;
+	char hex[OID_HEXSZ_MAX + 1], num[32];
+
+	snprintf(num, sizeof(num), "  line %llu: ", (unsigned long long)lineno);
+	out_str(o, num);
+	out_str(o, line);
+	switch (kind) {
+	case XLATE_COMPAT_DISAGREE:
+		out_str(o, ": named ");
+		out_str(o, oid_to_hex_r(hex, ours));
+		out_str(o, " here");
+		break;
+	case XLATE_COMPAT_REFUSED:
+		out_str(o, ": no SHA-1 name here: ");
+		out_str(o, why);
+		break;
+	case XLATE_COMPAT_MALFORMED:
+		out_str(o, *line ? ": " : "");
+		out_str(o, why);
+		break;
+	}
+	return out_write(o, "\n", 1);
+}
+
 int cmd_report(struct cli *cli, int argc, char **argv)
 {
 	struct cache *cache;
@@ -324,6 +385,25 @@ int cmd_report(struct cli *cli, int argc, char **argv)
 	g.o = &o;
 	if ((ret = cache_for_each_gitlink(cache, report_gitlink, &g)))
 		goto out;
+	{
+		struct xlate_compat c;
+		struct buf text = BUF_INIT;
+
+		if (!(ret = xlate_compat_path(cli->repo, &text)) &&
+		    !access(text.buf, F_OK)) {
+			out_str(&o, "\nupstream's map (objects/loose-object-idx):\n");
+			ret = xlate_compat_check(cli->repo, cache, report_compat,
+						 &o, &c);
+			buf_reset(&text);
+			if (!ret && !(ret = xlate_compat_explain(&c, &text))) {
+				out_str(&o, "  ");
+				out_str(&o, text.buf);
+			}
+		}
+		buf_release(&text);
+		if (ret)
+			goto out;
+	}
 	snprintf(line, sizeof(line), "\n%llu untranslatable, %lu refs hidden, %lu gitlinks\n",
 		 (unsigned long long)bad, h.n, g.n);
 	out_str(&o, line);

@@ -93,6 +93,31 @@ static int verify_one(struct cli *cli, const struct oid *oid,
 	return 0;
 }
 
+/*
+ * A line of upstream's map (objects/loose-object-idx) that names an
+ * object otherwise, or is no pair, is bad: two converters of the same
+ * rules disagree.  One for an object refused here is said, not counted:
+ * upstream had a pair we lack (a gitlink's), not a name we got wrong.
+ */
+static int verify_compat(void *data, enum xlate_compat_bad kind,
+			 uint64_t lineno, const char *line,
+			 const struct oid *ours, const char *why)
+{
+	char hex[OID_HEXSZ_MAX + 1];
+
+	(void)data;
+	if (kind == XLATE_COMPAT_DISAGREE)
+		printf("bad loose-object-idx line %llu: %s: named %s here\n",
+		       (unsigned long long)lineno, line, oid_to_hex_r(hex, ours));
+	else if (kind == XLATE_COMPAT_MALFORMED)
+		printf("bad loose-object-idx line %llu: %s%s%s\n",
+		       (unsigned long long)lineno, line, *line ? ": " : "", why);
+	else
+		printf("note: loose-object-idx line %llu: %s: no SHA-1 name here: %s\n",
+		       (unsigned long long)lineno, line, why);
+	return 0;
+}
+
 int cmd_verify(struct cli *cli, int argc, char **argv)
 {
 	struct buf native = BUF_INIT, sha1_form = BUF_INIT, back = BUF_INIT,
@@ -122,6 +147,24 @@ int cmd_verify(struct cli *cli, int argc, char **argv)
 		printf("bad %s: %s\n", oid_to_hex_r(hex, &c.v[i]), why.buf);
 	}
 	printf("verify: %lu ok, %lu bad\n", ok, bad);
+	{
+		struct xlate_compat uc;
+
+		if (xlate_compat_check(cli->repo, cli->cache, verify_compat, NULL,
+				       &uc)) {
+			cli_error(0, "cannot check upstream's map: %s", err_msg());
+			bad++;
+		} else if (uc.present) {
+			printf("verify: loose-object-idx: %llu agree, %llu bad, "
+			       "%llu refused here, %llu not named yet, %llu stale\n",
+			       (unsigned long long)uc.agree,
+			       (unsigned long long)(uc.disagree + uc.malformed),
+			       (unsigned long long)uc.refused,
+			       (unsigned long long)uc.unnamed,
+			       (unsigned long long)uc.stale);
+			bad += uc.disagree + uc.malformed;
+		}
+	}
 	free(c.v);
 	buf_release(&native);
 	buf_release(&sha1_form);

@@ -187,6 +187,17 @@ static int write_all(struct out *o, const char *p, size_t len)
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
+			/*
+			 * The reader went away (`| head`): end as Git and
+			 * every filter does, by SIGPIPE, quietly.  We ignore
+			 * it only so that write() says which descriptor it
+			 * was; nothing is left to save (the cache commits
+			 * before any output).
+			 */
+			if (errno == EPIPE) {
+				signal(SIGPIPE, SIG_DFL);
+				raise(SIGPIPE);
+			}
 			o->failed = 1;
 			return err_errno("write error");
 		}

@@ -177,6 +177,22 @@ struct xlate_missing {
 	uint64_t blobs, trees, commits, other;
 };
 
+/*
+ * Upstream Git's own map (compat.c): a repository running compat mode
+ * records "<sha256> <sha1>" for each object it writes in
+ * objects/loose-object-idx.  Every line is checked against this cache:
+ */
+struct xlate_compat {
+	int present;			/* the repository has the file */
+	uint64_t lines;			/* after the header */
+	uint64_t agree;
+	uint64_t disagree;		/* another SHA-1 name here */
+	uint64_t refused;		/* no SHA-1 name here, for good */
+	uint64_t unnamed;		/* not named here yet: checked later */
+	uint64_t stale;			/* objects the repository lacks (pruned) */
+	uint64_t malformed;		/* no pair, or no header first */
+};
+
 struct xlate_build_stats {
 	uint64_t objects;		/* distinct objects known: the cache's rows
 					   (an object in two packs counts once),
@@ -189,6 +205,9 @@ struct xlate_build_stats {
 					   (the repository gained objects), or
 					   there were none (an empty cache) */
 	struct xlate_missing missing;	/* known if this build counted them */
+	struct xlate_compat compat;	/* upstream's map, if the repository has one */
+	int compat_checked;		/* ... checked by this build (it changed) */
+	char compat_error[300];		/* why it could not be checked, if so */
 	uint64_t map_disagree;		/* map lines for objects this build named
 					   otherwise: ignored (the repository's
 					   own conversion wins) */
@@ -252,6 +271,46 @@ int xlate_missing_read(struct cache *cache, struct xlate_missing *out);
  */
 int xlate_missing_explain(struct repo *repo, const struct xlate_missing *m,
 			  struct buf *out);
+
+/* Upstream Git's own map, checked (see struct xlate_compat above). */
+enum xlate_compat_bad {
+	XLATE_COMPAT_DISAGREE,		/* ours: our SHA-1 name */
+	XLATE_COMPAT_REFUSED,		/* why: our reason */
+	XLATE_COMPAT_MALFORMED,		/* why: what is wrong with the line */
+};
+
+/* A line worth naming: its number (the header is 1) and text. */
+typedef int (*xlate_compat_fn)(void *data, enum xlate_compat_bad kind,
+			       uint64_t lineno, const char *line,
+			       const struct oid *ours, const char *why);
+
+/* The file's path, for messages. */
+int xlate_compat_path(struct repo *repo, struct buf *out);
+
+/*
+ * Check the file whole: counts into *out (present 0 without a file),
+ * and fn (if not NULL) called for each line that disagrees, is refused
+ * here or is malformed.  Returns 0, XL_EIO (the file cannot be read),
+ * a cache error, or fn's return.
+ */
+int xlate_compat_check(struct repo *repo, struct cache *cache,
+		       xlate_compat_fn fn, void *data, struct xlate_compat *out);
+
+/*
+ * For builds: check the file again if it changed since the counts the
+ * cache keeps were made, or if `named` (this build named objects) and
+ * lines were waiting for names; keep the new counts.  *out gets the
+ * counts either way, *checked 1 if they were made now.  Returns 0 or an
+ * error as xlate_compat_check().
+ */
+int xlate_compat_update(struct repo *repo, struct cache *cache, int named,
+			struct xlate_compat *out, int *checked);
+
+/* The counts the last build kept (present 0: no file, or none yet). */
+int xlate_compat_read(struct cache *cache, struct xlate_compat *out);
+
+/* The counts as one line for `status`, the log and `build`; none without a file. */
+int xlate_compat_explain(const struct xlate_compat *c, struct buf *out);
 
 /*
  * A progress bar for a build on a terminal: "Translating objects:  45%
