@@ -315,9 +315,14 @@ int xlate_compat_explain(const struct xlate_compat *c, struct buf *out)
 	if (!ret && c->unnamed)
 		ret = buf_addf(out, ", %llu not named yet", (unsigned long long)c->unnamed);
 	if (!ret && c->stale)
-		ret = buf_addf(out, ", %llu for objects no longer in the repository",
+		ret = buf_addf(out, ", %llu for objects not in the repository "
+			       "(pruned since, or a submodule's)",
 			       (unsigned long long)c->stale);
 	if (!ret && (c->disagree || c->refused || c->malformed))
 		ret = buf_addstr(out, " (`git xlate report` lists them)");
+	/* what upstream could name and we cannot: its pairs, lent as a map */
+	if (!ret && c->refused)
+		ret = buf_addstr(out, "; --map objects/loose-object-idx lends "
+				 "upstream's pairs for objects the repository lacks");
 	return ret ?: buf_addch(out, '\n');
 }
