@@ -412,6 +412,30 @@ static int odb_locate(struct odb *odb, const struct oid *oid,
 	return odb_not_found(odb, oid);
 }
 
+int odb_place(struct odb *odb, const struct oid *oid, struct odb_place *out)
+{
+	struct odb_loc loc;
+	struct pack_entry e;
+	uint32_t pos;
+	int ret;
+
+	out->pack = NULL;
+	out->offset = 0;
+	out->base = ODB_NO_PLACE;
+	if ((ret = odb_locate(odb, oid, &loc)) || loc.where != ODB_PACKED)
+		return ret;
+	if ((ret = pack_entry_header(loc.pack, loc.offset, &e)))
+		return ret;
+	out->pack = loc.pack;
+	out->offset = loc.offset;
+	if (e.type == OBJ_OFS_DELTA)
+		out->base = e.base;
+	else if (e.type == OBJ_REF_DELTA && !idx_find(&loc.pack->idx,
+						      e.base_name, &pos))
+		return idx_offset(&loc.pack->idx, pos, &out->base);
+	return 0;
+}
+
 static int odb_wrap(const struct oid *oid, int ret)
 {
 	char hex[OID_HEXSZ_MAX + 1];

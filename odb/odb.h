@@ -321,6 +321,23 @@ int odb_for_each_object(struct odb *odb, odb_each_fn fn, void *data);
  * cache remembers which packs it has fully processed).  `checksum` is
  * the pack's trailing hash in hex, the name in pack-<hex>.pack.
  */
+/*
+ * Where a packed object is stored, and for a delta, where in the same
+ * pack its base is: for the build, which makes the SHA-1 pack's tree
+ * deltas while both forms are at hand.  `pack` is what struct
+ * odb_pack_info's `pack` is for the same pack (NULL: the object is
+ * loose); `base` is ODB_NO_PLACE for an object stored whole (or a
+ * REF_DELTA whose base is in another pack).  Returns 0, XL_ENOTFOUND or
+ * XL_ECORRUPT.
+ */
+#define ODB_NO_PLACE UINT64_MAX
+struct odb_place {
+	const void *pack;
+	uint64_t offset;
+	uint64_t base;
+};
+int odb_place(struct odb *odb, const struct oid *oid, struct odb_place *out);
+
 struct odb_pack_info {
 	const char *path;		/* the .pack file */
 	char checksum[OID_HEXSZ_MAX + 1];

@@ -102,6 +102,12 @@ int cmd_build(struct cli *cli, int argc, char **argv)
 			"trees/commits/tags %.3f, store %.3f, layout %.3f\n",
 			st.secs_gather, st.secs_classify, st.secs_blobs,
 			st.secs_walk, st.secs_store, st.secs_layout);
+	if (verbose && st.spill_bytes)
+		fprintf(stderr, "kept for the layout: %.1f MB; SHA-1 packs: %llu "
+			"tree deltas, %llu of them made while naming\n",
+			(double)st.spill_bytes / 1e6,
+			(unsigned long long)cli->pack1_stats.tree_deltas,
+			(unsigned long long)cli->pack1_stats.tree_deltas_walked);
 	if (verbose)
 		fprintf(stderr, "refusals for now: %s\n", st.retried ?
 			"walked again" :

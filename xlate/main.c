@@ -84,6 +84,7 @@ int cli_build(struct cli *cli, struct xlate_build_stats *stats)
 	};
 	struct xlate_build_opts opts = {
 		.pack1 = &po,
+		.pack1_stats = &cli->pack1_stats,
 		.threads = cli->threads,
 		.unknown_headers = cli->unknown_headers,
 		.map = cli->map,

@@ -53,12 +53,14 @@
  *
  * Where the layout gets names and SHA-1 forms.  Run by the build that
  * finished the pack (xlate_build_opts.pack1), it asks the build's own
- * table (xlate_names) and reads back the forms the walk just hashed;
- * only objects named by earlier builds (a repack, a layout that was
- * stopped) are looked up in the cache and converted again.  Readers
- * always convert through the cache and the memo.
+ * table (xlate_names) and reads back the forms the walk just hashed,
+ * or the tree deltas it made (xlate_names.delta: the same function of
+ * the same two forms as here, so the same bytes); only objects named
+ * by earlier builds (a repack, a layout that was stopped) are looked up
+ * in the cache and converted again.  Readers always convert through the
+ * cache and the memo.
  */
-#include "xlate.h"
+#include "xlate_i.h"
 #include "../cache/cache.h"
 
 #include <openssl/evp.h>
@@ -335,7 +337,7 @@ static int put_insert(struct buf *out, const char *p, size_t len)
 
 #define COPY_MAX 0xffffffu	/* what one copy instruction can say */
 
-static int tree_delta(const struct buf *b, const struct buf *t, struct buf *out)
+int xlate_tree_delta(const struct buf *b, const struct buf *t, struct buf *out)
 {
 	struct tree_ent *be = NULL, *te = NULL;
 	size_t nb = 0, nt = 0, cap = 16;
@@ -436,7 +438,7 @@ static int payload_get(const struct pack1_ctx *c, struct forms *fs,
 		   !(ret = form_get(c, fs, &e->sha256, &tf))) {
 		/* the two most recently used slots are not the victim */
 		f = forms_victim(fs);
-		if ((ret = tree_delta(&bf->data, &tf->data, &f->data)))
+		if ((ret = xlate_tree_delta(&bf->data, &tf->data, &f->data)))
 			return err_wrap("delta for %s", oid_to_hex_r(hex, &e->sha256));
 		f->sha256 = e->sha256;
 		f->base = e->base;
@@ -751,6 +753,7 @@ struct made {
 	struct buf payload;
 	uint32_t adler;		/* of payload */
 	uint8_t delta;		/* payload is a tree delta against the base */
+	uint8_t walked;		/* ... that the build's walk made */
 };
 
 struct window {
@@ -783,6 +786,15 @@ static int make_payload(const struct pack1_ctx *c, struct forms *fs,
 	if (carry == CARRY_NATIVE || carry == CARRY_NATIVE_DELTA)
 		return 0;
 	odb_pack_object(info, e[i].pos, &ce.sha256);
+	/* the build's walk made it while it had both forms (smaller, then) */
+	if (carry == CARRY_TREE_DELTA && c->names && c->names->delta &&
+	    !c->names->delta(c->names->data, &ce.sha256, info->pack,
+			     e[i].offset, e[e[i].base].offset, &m->payload)) {
+		m->delta = 1;
+		m->walked = 1;
+		m->adler = adler_of(&m->payload);
+		return 0;
+	}
 	if (carry == CARRY_TREE_DELTA) {
 		odb_pack_object(info, e[e[i].base].pos, &ce.base);
 		if ((ret = payload_get(c, fs, &ce, UINT64_MAX, &f)))
@@ -858,6 +870,7 @@ static void window_start(struct window *w, const uint32_t *kept,
 	for (uint32_t j = 0; j < w->nr; j++) {
 		buf_reset(&w->made[j].payload);
 		w->made[j].delta = 0;
+		w->made[j].walked = 0;
 	}
 	atomic_store(&w->next, 0);
 	w->error = 0;
@@ -1005,7 +1018,7 @@ static int sum_entry(const struct pack1_ctx *c, struct layout *l,
 /* Place and sum the entries of a window whose payloads are made, in order. */
 static int window_place(const struct pack1_ctx *c, struct layout *l,
 			const struct window *w, int64_t pack, uint32_t *k,
-			uint64_t *offset)
+			uint64_t *offset, struct xlate_pack1_stats *stats)
 {
 	int ret;
 
@@ -1018,6 +1031,8 @@ static int window_place(const struct pack1_ctx *c, struct layout *l,
 		if ((ret = sum_entry(c, l, &ce, &w->made[j], &ce.crc)) ||
 		    (ret = cache_pack1_put_entry(c->cache, pack, &ce)))
 			return ret;
+		stats->tree_deltas += w->made[j].delta;
+		stats->tree_deltas_walked += w->made[j].walked;
 		memcpy(l->recs[*k].sha1, l->plan[i].sha1.hash, 20);
 		l->recs[*k].crc = ce.crc;
 		l->recs[*k].offset = *offset;
@@ -1028,7 +1043,8 @@ static int window_place(const struct pack1_ctx *c, struct layout *l,
 
 static int layout_pack(const struct pack1_ctx *c,
 		       const struct odb_pack_info *info,
-		       const struct xlate_pack1_opts *opts, uint32_t *objects)
+		       const struct xlate_pack1_opts *opts, uint32_t *objects,
+		       struct xlate_pack1_stats *stats)
 {
 	struct layout l = { 0 };
 	struct cache_pack1 p = { 0 };
@@ -1086,7 +1102,8 @@ static int layout_pack(const struct pack1_ctx *c,
 		window_start(&w[!cur], l.kept, kept, &taken, threads - 1);
 		if (opts->cancel && atomic_load(opts->cancel))
 			ret = err_set(XL_EIO, "build stopped");
-		if (ret || (ret = window_place(c, &l, &w[cur], p.id, &k, &offset))) {
+		if (ret || (ret = window_place(c, &l, &w[cur], p.id, &k, &offset,
+							 stats))) {
 			window_finish(&w[!cur], 1);
 			goto fail;
 		}
@@ -1197,7 +1214,7 @@ int xlate_pack1_update(struct repo *repo, struct cache *cache,
 		if (!opts->memo)
 			c.memo = own_memo;
 		c.native = odb_pack_map(info, &c.native_len);
-		if ((ret = layout_pack(&c, info, opts, &objects)))
+		if ((ret = layout_pack(&c, info, opts, &objects, stats)))
 			goto out;
 		stats->made++;
 		stats->objects += objects;

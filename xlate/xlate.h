@@ -129,6 +129,15 @@ struct xlate_names {
 	 */
 	int (*form)(void *data, const struct oid *sha256, struct buf *out);
 	void *data;
+	/*
+	 * May be NULL.  The delta (xlate_tree_delta()) from the SHA-1 form
+	 * of the tree stored at `base` to that of tree sha256 stored at
+	 * `offset`, both in `pack` (odb_pack_info.pack), as the holder made
+	 * it, into out (reset first); XL_ENOTFOUND if it did not keep that
+	 * one.  Kept only when smaller than the tree's form.
+	 */
+	int (*delta)(void *data, const struct oid *sha256, const void *pack,
+		     uint64_t offset, uint64_t base, struct buf *out);
 };
 /* What `names` (may be NULL), or else the cache, says of sha256. */
 int xlate_names_get(const struct xlate_names *names, struct cache *cache,
@@ -220,6 +229,9 @@ struct xlate_build_stats {
 	uint64_t broken_packs;		/* packs that cannot be opened: skipped */
 	uint32_t broken_packs_sum;	/* tells one set of them from another */
 	char first_broken_pack[600];	/* "<path>: <why>" of the first */
+	uint64_t trees_delta;		/* trees whose SHA-1 pack delta the walk
+					   made (for -v) */
+	uint64_t spill_bytes;		/* what the walk kept for the layout */
 	/* wall seconds spent in each phase (see build.c), for -v */
 	double secs_gather, secs_classify, secs_blobs, secs_walk,
 	       secs_store, secs_layout;
@@ -401,6 +413,8 @@ struct xlate_pack1_stats {
 	uint64_t made;		/* packs laid out */
 	uint64_t objects;	/* entries in them */
 	uint64_t dropped;	/* layouts forgotten */
+	uint64_t tree_deltas;	/* entries that are tree deltas */
+	uint64_t tree_deltas_walked;	/* ... made by the build's walk */
 };
 int xlate_pack1_update(struct repo *repo, struct cache *cache,
 		       const struct xlate_pack1_opts *opts,

@@ -40,6 +40,8 @@ enum xmap_flags {
 	XMAP_F_UNREADABLE = 2,	/* XMAP_BAD: could not be read; never stored */
 	XMAP_F_RETRIED = 4,	/* came from the cache's retry set */
 	XMAP_F_GONE = 8,	/* ... and is no longer in the repository */
+	XMAP_F_SPILL_DELTA = 16,	/* the spill file has a tree delta for it,
+					   not its form (build.c, "the spill") */
 };
 
 /*
@@ -70,10 +72,19 @@ struct xmap {
 int xmap_init(struct xmap *m, size_t hint);
 void xmap_release(struct xmap *m);
 struct xmap_entry *xmap_get(const struct xmap *m, const struct oid *oid);
+/* What the table takes in memory now (slots and entries). */
+size_t xmap_bytes(const struct xmap *m);
 /* The entry for oid, added as XMAP_PENDING if absent; NULL if out of memory. */
 struct xmap_entry *xmap_add(struct xmap *m, const struct oid *oid);
 /* Set an entry untranslatable with a copy of reason (published last). */
 void xmap_set_bad(struct xmap_entry *e, const char *reason);
+
+/*
+ * A delta that makes the SHA-1 form of tree `t` from that of tree `b`
+ * (pack1.c): a function of the two forms alone, so that the build's walk
+ * and every later read make the same bytes.
+ */
+int xlate_tree_delta(const struct buf *b, const struct buf *t, struct buf *out);
 
 /* Keep what a build found missing in the cache (missing.c). */
 struct cache;

@@ -62,6 +62,11 @@ static struct xmap_slot *find_slot(const struct xmap *m,
 	}
 }
 
+size_t xmap_bytes(const struct xmap *m)
+{
+	return m->cap * sizeof(*m->slots) + m->nr * sizeof(*m->entries);
+}
+
 struct xmap_entry *xmap_get(const struct xmap *m, const struct oid *oid)
 {
 	struct xmap_slot *s = find_slot(m, oid->hash);

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# t0215-base-tables.sh: the build's shortcut for large repositories
+# changes nothing it stores.
+#
+# Where its table of names outgrows the processor's caches, the build
+# names a tree stored as a delta with the help of its delta base (the
+# base's entries answer most lookups) and makes the SHA-1 pack's tree
+# delta while both forms are at hand (build.c, struct formcache).
+# XLATE_TEST_BASE_TABLES=1 forces that on small repositories, =0 off.
+# On generated histories, twins in every storage shape, and fixtures,
+# both ways give the same names, the same refusals, and the same SHA-1
+# packs to the byte (layout, .idx, trailer); and with it on, the walk
+# did make most tree deltas itself (so the test cannot pass by the
+# shortcut never being taken).
+. "$(dirname "$0")/lib.sh"
+
+# dump CACHE: what a build stored, as text
+dump() {
+	sqlite3 "$1" "SELECT hex(sha256), hex(sha1), type, size256, size1, reason FROM objects ORDER BY sha256;
+		SELECT native, hex(checksum), objects, pack_size, idx_size FROM packs1 ORDER BY native;
+		SELECT key, hex(entries) FROM pack1_chunks ORDER BY key;
+		SELECT key, hex(data) FROM pack1_idx ORDER BY key;
+		SELECT hex(tree), path, hex(commit256), hex(commit1) FROM gitlinks ORDER BY tree, path;"
+}
+
+# same NAME REPO [git-xlate options]
+same() {
+	name=$1 repo=$2
+	shift 2
+	for v in 0 1; do
+		rm -f "$TRASH/c$v.sqlite"*
+		rc=0
+		XLATE_TEST_BASE_TABLES=$v "$XL" -C "$repo" --cache "$TRASH/c$v.sqlite" "$@" build -v \
+			>"$TRASH/build$v" 2>&1 || rc=$?
+		# (a sanitizer's report makes it exit non-zero too)
+		expect "$name: the build exits 0 (base tables $v)" test $rc = 0
+		[ $rc = 0 ] || sed 's/^/# /' "$TRASH/build$v" | head -20
+		dump "$TRASH/c$v.sqlite" >"$TRASH/dump$v"
+	done
+	case $name in
+	*loose) ;;	# no pack, no layout
+	*) expect "$name: (the layouts are there)" grep -q "^[0-9a-f]*|[0-9A-F]\{40\}|" "$TRASH/dump1" ;;
+	esac
+	same_file "$name: the same names, refusals and SHA-1 packs, byte for byte" \
+		"$TRASH/dump0" "$TRASH/dump1"
+}
+
+# a history with many versions of each directory, so that trees are deltas
+G=$TRASH/gen.git
+git init -q --bare --object-format=sha256 "$G"
+"$XL_TOP/tests/gen-history.sh" --commits 400 --files 60 | git -C "$G" fast-import --quiet
+# git's own delta bases (-f): fast-import's deltify each version against
+# the one before, the other way round from pack-objects and from the walk
+git -C "$G" repack -adfq --depth=50 --window=10
+same "generated history" "$G"
+made=$(sed -n 's/.*SHA-1 packs: \([0-9]*\) tree deltas, \([0-9]*\) of them made while naming/\1 \2/p' "$TRASH/build1")
+expect "(the SHA-1 pack has tree deltas: ${made% *})" test "${made% *}" -gt 300
+expect "with base tables, the walk made most of them itself (${made#* } of ${made% *})" \
+	test "$((${made#* } * 10))" -ge "$((${made% *} * 7))"
+made0=$(sed -n 's/.*SHA-1 packs: \([0-9]*\) tree deltas, \([0-9]*\) of them made while naming/\2/p' "$TRASH/build0")
+expect "without, none ($made0)" test "$made0" = 0
+
+T=$TRASH/tw
+twins "$T"
+for shape in packed mixed loose idx1 largeofs; do
+	same "twins, sha256-$shape" "$T/sha256-$shape.git"
+done
+
+for f in history history-multipack large; do
+	tar -xzf "$XL_TOP/tests/fixtures/$f.tar.gz" -C "$TRASH"
+	same "fixture $f" "$TRASH/$f.git"
+done
+tar -xzf "$XL_TOP/tests/fixtures/submodule.tar.gz" -C "$TRASH"
+same "fixture submodule, with its map" "$TRASH/submodule.git" \
+	--map "$XL_TOP/tests/fixtures/submodule.submodule-map.tsv"
+
+test_done
