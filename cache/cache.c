@@ -939,15 +939,17 @@ int cache_for_each_gitlink(struct cache *cache, cache_gitlink_fn fn,
 	return ret;
 }
 
-int cache_for_each_pair(struct cache *cache, cache_pair_fn fn, void *data)
+/* Rows of (primary name, SHA-1 name) from statement `id`, each to fn. */
+static int each_pair(struct cache *cache, enum cache_stmt id, const char *what,
+		     cache_pair_fn fn, void *data)
 {
-	sqlite3_stmt *st = cache->stmt[ST_EACH_PAIR];
+	sqlite3_stmt *st = cache->stmt[id];
 	struct oid o256, o1;
 	int ret;
 
 	if ((ret = lock(cache)))
 		return ret;
-	while ((ret = step(cache, st, "walking known pairs")) == SQLITE_ROW) {
+	while ((ret = step(cache, st, what)) == SQLITE_ROW) {
 		if ((ret = column_oid(cache, st, 0, cache->algo, 0, &o256)) ||
 		    (ret = column_oid(cache, st, 1, &hash_sha1, 0, &o1)) ||
 		    (ret = fn(&o256, &o1, data)))
@@ -958,6 +960,11 @@ int cache_for_each_pair(struct cache *cache, cache_pair_fn fn, void *data)
 	sqlite3_reset(st);
 	unlock(cache);
 	return ret;
+}
+
+int cache_for_each_pair(struct cache *cache, cache_pair_fn fn, void *data)
+{
+	return each_pair(cache, ST_EACH_PAIR, "walking known pairs", fn, data);
 }
 
 /* ---- ref names -------------------------------------------------------- */
@@ -994,23 +1001,7 @@ int cache_ref_names_set(struct cache *cache, const struct oid *pairs,
 int cache_for_each_ref_name(struct cache *cache, cache_ref_name_fn fn,
 			    void *data)
 {
-	sqlite3_stmt *st = cache->stmt[ST_REF_NAMES];
-	struct oid o256, o1;
-	int ret;
-
-	if ((ret = lock(cache)))
-		return ret;
-	while ((ret = step(cache, st, "reading the ref names")) == SQLITE_ROW) {
-		if ((ret = column_oid(cache, st, 0, cache->algo, 0, &o256)) ||
-		    (ret = column_oid(cache, st, 1, &hash_sha1, 0, &o1)) ||
-		    (ret = fn(&o256, &o1, data)))
-			break;
-	}
-	if (ret == SQLITE_DONE)
-		ret = 0;
-	sqlite3_reset(st);
-	unlock(cache);
-	return ret;
+	return each_pair(cache, ST_REF_NAMES, "reading the ref names", fn, data);
 }
 
 /* ---- settings ------------------------------------------------------- */

@@ -78,33 +78,44 @@ static void reopen(struct xfs *xfs)
 }
 
 /*
- * Say what the repository lacks, once each time that changes: in the
- * log (on the terminal, for the first build before mounting) and in
- * `status`.  The cache keeps the count; the words name the remedy.
+ * Put `text` (lines, each ending in '\n') into the status field `field`
+ * of `size` bytes, cut short to fit; if that changed it, say each line
+ * in the log (on the terminal, for the first build before mounting).
+ */
+static void status_say(struct xfs *xfs, char *field, size_t size,
+		       struct buf *text)
+{
+	int changed;
+
+	if (text->len >= size)
+		buf_setlen(text, size - 1);
+	pthread_mutex_lock(&xfs->status_lock);
+	changed = strcmp(field, text->len ? text->buf : "");
+	if (changed)
+		memcpy(field, text->len ? text->buf : "", text->len + 1);
+	pthread_mutex_unlock(&xfs->status_lock);
+	for (char *line = text->buf, *nl; changed && line && *line; line = nl + 1) {
+		if (!(nl = strchr(line, '\n')))
+			break;	/* cut short above */
+		xfs_log(xfs, "%.*s", (int)(nl - line), line);
+	}
+}
+
+/*
+ * Say what the repository lacks, once each time that changes, in the
+ * log and in `status`.  The cache keeps the count; the words name the
+ * remedy.
  */
 static void note_missing(struct xfs *xfs, struct repo *repo)
 {
 	struct xlate_missing m;
 	struct buf text = BUF_INIT;
-	int changed;
 
-	if (xlate_missing_read(xfs->writer, &m) ||
-	    xlate_missing_explain(repo, &m, &text)) {
-		buf_release(&text);
-		return;		/* said at the next build, or never: no harm */
-	}
-	if (text.len >= sizeof(xfs->status.missing))
-		buf_setlen(&text, sizeof(xfs->status.missing) - 1);
-	pthread_mutex_lock(&xfs->status_lock);
-	changed = strcmp(xfs->status.missing, text.len ? text.buf : "");
-	if (changed)
-		memcpy(xfs->status.missing, text.len ? text.buf : "", text.len + 1);
-	pthread_mutex_unlock(&xfs->status_lock);
-	for (char *line = text.buf, *nl; changed && line && *line; line = nl + 1) {
-		if (!(nl = strchr(line, '\n')))
-			break;	/* cut short above */
-		xfs_log(xfs, "%.*s", (int)(nl - line), line);
-	}
+	if (!xlate_missing_read(xfs->writer, &m) &&
+	    !xlate_missing_explain(repo, &m, &text))
+		status_say(xfs, xfs->status.missing, sizeof(xfs->status.missing),
+			   &text);
+	/* else said at the next build, or never: no harm */
 	buf_release(&text);
 }
 
@@ -116,25 +127,16 @@ static void note_missing(struct xfs *xfs, struct repo *repo)
 static void note_compat(struct xfs *xfs, const struct xlate_build_stats *st)
 {
 	struct buf text = BUF_INIT;
-	int changed;
+	int ret;
 
-	if (st->compat_error[0]) {
-		buf_addf(&text, "objects/loose-object-idx (upstream's map) cannot "
-			 "be checked: %s\n", st->compat_error);
-	} else if (xlate_compat_explain(&st->compat, &text)) {
-		buf_release(&text);
-		return;
-	}
-	if (text.len >= sizeof(xfs->status.compat))
-		buf_setlen(&text, sizeof(xfs->status.compat) - 1);
-	pthread_mutex_lock(&xfs->status_lock);
-	changed = strcmp(xfs->status.compat, text.len ? text.buf : "");
-	if (changed)
-		memcpy(xfs->status.compat, text.len ? text.buf : "", text.len + 1);
-	pthread_mutex_unlock(&xfs->status_lock);
-	if (changed && text.len)
-		xfs_log(xfs, "%.*s", (int)text.len - (text.buf[text.len - 1] == '\n'),
-			text.buf);
+	if (st->compat_error[0])
+		ret = buf_addf(&text, "objects/loose-object-idx (upstream's map) "
+			       "cannot be checked: %s\n", st->compat_error);
+	else
+		ret = xlate_compat_explain(&st->compat, &text);
+	if (!ret)
+		status_say(xfs, xfs->status.compat, sizeof(xfs->status.compat),
+			   &text);
 	buf_release(&text);
 }
 
