@@ -6,9 +6,10 @@
 # names a tree stored as a delta with the help of its delta base (the
 # base's entries answer most lookups) and makes the SHA-1 pack's tree
 # delta while both forms are at hand (build.c, struct formcache).
-# XLATE_TEST_BASE_TABLES=1 forces that on small repositories, =0 off.
+# XLATE_TEST_BASE_TABLES=1 forces that on small repositories, =0 off,
+# =small on with 1 MiB of recent forms, which they leave all the time.
 # On generated histories, twins in every storage shape, and fixtures,
-# both ways give the same names, the same refusals, and the same SHA-1
+# all three ways give the same names, the same refusals, and the same SHA-1
 # packs to the byte (layout, .idx, trailer); and with it on, the walk
 # did make most tree deltas itself (so the test cannot pass by the
 # shortcut never being taken).
@@ -27,7 +28,7 @@ dump() {
 same() {
 	name=$1 repo=$2
 	shift 2
-	for v in 0 1; do
+	for v in 0 1 small; do
 		rm -f "$TRASH/c$v.sqlite"*
 		rc=0
 		XLATE_TEST_BASE_TABLES=$v "$XL" -C "$repo" --cache "$TRASH/c$v.sqlite" "$@" build -v \
@@ -43,6 +44,8 @@ same() {
 	esac
 	same_file "$name: the same names, refusals and SHA-1 packs, byte for byte" \
 		"$TRASH/dump0" "$TRASH/dump1"
+	same_file "$name: the same with 1 MiB of recent forms (they leave it all the time)" \
+		"$TRASH/dump0" "$TRASH/dumpsmall"
 }
 
 # a history with many versions of each directory, so that trees are deltas

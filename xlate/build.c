@@ -379,8 +379,8 @@ struct formcache {
 	struct form_slot *slot;		/* FORMS_MAX, a ring from `first` */
 	uint32_t bucket[FORMS_MAX];	/* 1 + the first slot of each hash */
 	uint32_t first, nr;
-	char *arena;			/* FORMS_BYTES */
-	size_t head;			/* where the next form goes */
+	char *arena;			/* cap bytes (FORMS_BYTES) */
+	size_t cap, head;		/* head: where the next form goes */
 };
 
 /*
@@ -720,11 +720,12 @@ static uint32_t forms_hash(uint64_t offset)
 	return (uint32_t)((offset * 0x9e3779b97f4a7c15ull) >> 40) & (FORMS_MAX - 1);
 }
 
-static int forms_init(struct formcache *fc)
+static int forms_init(struct formcache *fc, size_t cap)
 {
 	memset(fc, 0, sizeof(*fc));
+	fc->cap = cap;
 	if (!(fc->slot = calloc(FORMS_MAX, sizeof(*fc->slot))) ||
-	    !(fc->arena = malloc(FORMS_BYTES))) {
+	    !(fc->arena = malloc(cap))) {
 		free(fc->slot);
 		fc->slot = NULL;
 		return err_set(XL_ENOMEM, "out of memory");
@@ -795,7 +796,7 @@ static void forms_put(struct formcache *fc, const void *pack, uint64_t offset,
 	struct form_slot *f;
 	uint32_t k;
 
-	if (len > FORMS_BYTES / 16)
+	if (len > fc->cap / 16)
 		return;		/* a huge tree would push out all the others */
 	pthread_mutex_lock(&fc->lock);
 	if (forms_find(fc, pack, offset))
@@ -808,8 +809,8 @@ static void forms_put(struct formcache *fc, const void *pack, uint64_t offset,
 	 * form does not fit before the end, at the start) by letting the
 	 * oldest go until none lies there.
 	 */
-	if (fc->head + len > FORMS_BYTES) {
-		while (oldest_in(fc, fc->head, FORMS_BYTES))
+	if (fc->head + len > fc->cap) {
+		while (oldest_in(fc, fc->head, fc->cap))
 			forms_evict(fc);
 		fc->head = 0;
 	}
@@ -862,17 +863,24 @@ static int forms_get(struct formcache *fc, const void *pack, uint64_t offset,
  * inside a 32 MB L3: the walk 0.3 s slower with them (2.6 s builds);
  * 1M objects, a 140 MB table: the build 120 s -> 104 s.  So they are
  * used when the table outgrows the last-level cache (32 MB where the
- * system does not say).  XLATE_TEST_BASE_TABLES=0 or 1 decides instead,
- * for the tests, which compare the two.
+ * system does not say).  Returns the arena's size, or 0: not used.
+ * XLATE_TEST_BASE_TABLES decides instead, for the tests, which compare
+ * the ways: 0 (off), 1 (on), or "small" (on, in 1 MiB, so that forms
+ * leave it all the time, as they do at scale).
  */
-static int forms_pay(const struct build *b)
+static size_t forms_bytes(const struct build *b)
 {
 	const char *force = getenv("XLATE_TEST_BASE_TABLES");
 	long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
 
-	if (force && (!strcmp(force, "0") || !strcmp(force, "1")))
-		return *force == '1';
-	return xmap_bytes(&b->map) > (l3 > 0 ? (size_t)l3 : (size_t)32 << 20);
+	if (force && !strcmp(force, "0"))
+		return 0;
+	if (force && !strcmp(force, "1"))
+		return FORMS_BYTES;
+	if (force && !strcmp(force, "small"))
+		return (size_t)1 << 20;
+	return xmap_bytes(&b->map) > (l3 > 0 ? (size_t)l3 : (size_t)32 << 20) ?
+		FORMS_BYTES : 0;
 }
 
 /* ---- names already known -------------------------------------------- */
@@ -3055,8 +3063,10 @@ int xlate_build(struct repo *repo, struct cache *cache,
 	progress(&b);
 
 	if (opts->pack1) {
+		size_t arena = forms_bytes(&b);
+
 		spill_open(&b.spill, cache_path(cache));
-		if (b.spill.fd >= 0 && forms_pay(&b) && (ret = forms_init(&b.forms)))
+		if (b.spill.fd >= 0 && arena && (ret = forms_init(&b.forms, arena)))
 			goto out;
 	}
 	if ((ret = cache_begin(cache)))
