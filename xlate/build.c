@@ -354,9 +354,10 @@ struct spill_out {
  * bytes or so instead of the whole tree, and the layout need not read
  * back or convert either form.  (A pack that fast-import wrote has it
  * the other way round, each version against the one before; there the
- * bases mostly come too late, and the build does as without them.)  At most FORMS_MAX trees and FORMS_BYTES of forms,
- * oldest out first, shared by the walkers under its own lock; a form is
- * copied out, never lent.
+ * bases mostly come too late, and the build does as without them.)
+ * At most FORMS_MAX trees and FORMS_BYTES of forms, oldest out first,
+ * shared by the walkers under its own lock; a form is copied out, never
+ * lent.
  */
 #define FORMS_MAX 16384			/* a power of two */
 #define FORMS_BYTES ((size_t)64 << 20)
@@ -730,18 +731,7 @@ static int forms_init(struct formcache *fc, size_t cap)
 		fc->slot = NULL;
 		return err_set(XL_ENOMEM, "out of memory");
 	}
-	/*
-	 * Held for a copy of a few kilobytes: spinning a little costs less
-	 * than sleeping (measured: three times the context switches).
-	 */
-	{
-		pthread_mutexattr_t attr;
-
-		pthread_mutexattr_init(&attr);
-		pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ADAPTIVE_NP);
-		pthread_mutex_init(&fc->lock, &attr);
-		pthread_mutexattr_destroy(&attr);
-	}
+	pthread_mutex_init(&fc->lock, NULL);
 	return 0;
 }
 
@@ -2183,10 +2173,8 @@ static int walk_named(struct walker *w, uint32_t i, const struct buf *content)
 	}
 	if (!ret) {
 		atomic_fetch_add(&b->done, 1);
-		if (is_delta) {
+		if (is_delta)
 			e->flags |= XMAP_F_SPILL_DELTA;
-			b->stats->trees_delta++;	/* under names_lock */
-		}
 		if (!(ret = store_row(b, &oid, e, XMAP_DONE, payload, &spilled)))
 			xmap_publish(e, XMAP_DONE);
 	}
@@ -3147,8 +3135,7 @@ int xlate_build(struct repo *repo, struct cache *cache,
 		ret = remember_ref_names(&b);
 	/* a file upstream keeps: said, but not ours to fail a build over */
 	if (!ret && xlate_compat_update(repo, cache, stats->new_objects > 0 ||
-					stats->emptied, &stats->compat,
-					&stats->compat_checked)) {
+					stats->emptied, &stats->compat)) {
 		snprintf(stats->compat_error, sizeof(stats->compat_error), "%s",
 			 err_msg());
 		err_clear();

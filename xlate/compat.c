@@ -249,15 +249,8 @@ static int compat_get(struct cache *cache, char *id, size_t idsize,
 	return ret;
 }
 
-int xlate_compat_read(struct cache *cache, struct xlate_compat *out)
-{
-	char id[128];
-
-	return compat_get(cache, id, sizeof(id), out);
-}
-
 int xlate_compat_update(struct repo *repo, struct cache *cache, int named,
-			struct xlate_compat *out, int *checked)
+			struct xlate_compat *out)
 {
 	struct buf path = BUF_INIT;
 	struct stat st;
@@ -265,7 +258,6 @@ int xlate_compat_update(struct repo *repo, struct cache *cache, int named,
 	struct xlate_compat old;
 	int ret;
 
-	*checked = 0;
 	if ((ret = compat_get(cache, was, sizeof(was), &old)) ||
 	    (ret = xlate_compat_path(repo, &path)))
 		goto out;
@@ -282,7 +274,6 @@ int xlate_compat_update(struct repo *repo, struct cache *cache, int named,
 		goto out;
 	if (!strcmp(now, "-"))
 		memset(out, 0, sizeof(*out));
-	*checked = 1;
 	snprintf(v, sizeof(v), "%s %llu %llu %llu %llu %llu %llu %llu", now,
 		 (unsigned long long)out->lines, (unsigned long long)out->agree,
 		 (unsigned long long)out->disagree,

@@ -215,7 +215,6 @@ struct xlate_build_stats {
 					   there were none (an empty cache) */
 	struct xlate_missing missing;	/* known if this build counted them */
 	struct xlate_compat compat;	/* upstream's map, if the repository has one */
-	int compat_checked;		/* ... checked by this build (it changed) */
 	char compat_error[300];		/* why it could not be checked, if so */
 	uint64_t map_disagree;		/* map lines for objects this build named
 					   otherwise: ignored (the repository's
@@ -229,8 +228,6 @@ struct xlate_build_stats {
 	uint64_t broken_packs;		/* packs that cannot be opened: skipped */
 	uint32_t broken_packs_sum;	/* tells one set of them from another */
 	char first_broken_pack[600];	/* "<path>: <why>" of the first */
-	uint64_t trees_delta;		/* trees whose SHA-1 pack delta the walk
-					   made (for -v) */
 	uint64_t spill_bytes;		/* what the walk kept for the layout */
 	/* wall seconds spent in each phase (see build.c), for -v */
 	double secs_gather, secs_classify, secs_blobs, secs_walk,
@@ -312,14 +309,10 @@ int xlate_compat_check(struct repo *repo, struct cache *cache,
  * For builds: check the file again if it changed since the counts the
  * cache keeps were made, or if `named` (this build named objects) and
  * lines were waiting for names; keep the new counts.  *out gets the
- * counts either way, *checked 1 if they were made now.  Returns 0 or an
- * error as xlate_compat_check().
+ * counts either way.  Returns 0 or an error as xlate_compat_check().
  */
 int xlate_compat_update(struct repo *repo, struct cache *cache, int named,
-			struct xlate_compat *out, int *checked);
-
-/* The counts the last build kept (present 0: no file, or none yet). */
-int xlate_compat_read(struct cache *cache, struct xlate_compat *out);
+			struct xlate_compat *out);
 
 /* The counts as one line for `status`, the log and `build`; none without a file. */
 int xlate_compat_explain(const struct xlate_compat *c, struct buf *out);
