@@ -35,15 +35,18 @@ void xfs_log(struct xfs *xfs, const char *fmt, ...)
 {
 	va_list ap;
 
+	char line[2048];
+
+	/* one write per line: lines of several repositories do not mix */
 	va_start(ap, fmt);
-	if (log_to_stderr) {
-		fputs("xlatefs: ", stderr);
-		vfprintf(stderr, fmt, ap);
-		fputc('\n', stderr);
-	} else {
-		vsyslog(LOG_WARNING, fmt, ap);
-	}
+	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
+	if (log_to_stderr)
+		fprintf(stderr, "xlatefs: %s%s%s\n", xfs && xfs->log_name ?
+			xfs->log_name : "", xfs && xfs->log_name ? ": " : "", line);
+	else
+		syslog(LOG_WARNING, "%s%s%s", xfs && xfs->log_name ?
+		       xfs->log_name : "", xfs && xfs->log_name ? ": " : "", line);
 }
 
 struct cache *xfs_cache(struct xfs *xfs)
@@ -106,7 +109,8 @@ int xfs_pool_open(struct xfs *xfs)
 			      0, xfs_cache_warn, xfs)))
 		return ret;
 	/* enough that workers rarely wait for each other's connection */
-	xfs->nr_readers = cpus > 2 ? 2 * (unsigned)cpus : 4;
+	xfs->nr_readers = xfs->pool_readers ? xfs->pool_readers :
+		cpus > 2 ? 2 * (unsigned)cpus : 4;
 	if (xfs->nr_readers > 32)
 		xfs->nr_readers = 32;
 	if (!(xfs->readers = calloc(xfs->nr_readers, sizeof(*xfs->readers))))
@@ -124,6 +128,7 @@ void xfs_pool_close(struct xfs *xfs)
 		cache_close(xfs->readers[i]);
 	free(xfs->readers);
 	xfs->readers = NULL;
+	xfs->nr_readers = 0;
 	cache_close(xfs->writer);
 	xfs->writer = NULL;
 }

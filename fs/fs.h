@@ -13,6 +13,9 @@
  *
  * Where things are:
  *   main.c      options, the first (foreground) build, mounting, signals
+ *   context.c   one repository's state: set up, put to sleep, woken
+ *   forge.c     a forge mount (--root DIR): every repository under DIR,
+ *               each a context of its own, in front of ops.c
  *   daemon.c    the shared state the others use: the repository swap,
  *               the sqlite connection pool, the log, the clock
  *   node.c      inode numbers and what each one is
@@ -173,6 +176,7 @@ struct xfs_status {
 struct node_table;
 struct packsnap;
 struct served_pack;
+struct forge;
 
 struct xfs {
 	/* set up before mounting, then read-only */
@@ -181,6 +185,24 @@ struct xfs {
 	char *map;
 	enum xlate_unknown unknown_headers;
 	int background;
+	size_t memo_bytes;
+	unsigned pool_readers;		/* sqlite readers; 0: by the CPUs */
+	/*
+	 * In a forge mount: the forge, this repository's slot in it, and
+	 * its path under the forge's root (log lines begin with it);
+	 * NULL, 0 and NULL in a single mount.  Inode numbers go out
+	 * through xfs_ino_out().
+	 */
+	struct forge *forge;
+	unsigned slot;
+	const char *log_name;
+	/*
+	 * Set by the context's owner (main.c, or forge.c under the slot's
+	 * lock): the repository, the pool, the memo and the updater are
+	 * there.
+	 */
+	int awake;
+	atomic_int handles;		/* open files and directories */
 	int foreground, debug;		/* -f, -d: log to stderr */
 	uid_t uid;
 	gid_t gid;
@@ -236,6 +258,36 @@ struct xfs {
 	pthread_t updater;
 	int updater_started;
 };
+
+/* ---- a repository's state (context.c) --------------------------------------- */
+
+struct xfs_conf {
+	const char *repo;		/* as given */
+	const char *cache;		/* NULL: beside the repository */
+	const char *map;		/* NULL: none */
+	enum xlate_unknown unknown_headers;
+	int background;
+	size_t memo_bytes;		/* 0: XFS_MEMO_BYTES */
+	unsigned readers;		/* sqlite readers; 0: by the CPUs */
+	time_t mounted;			/* 0: now */
+};
+
+/* Open the repository and make the whole state (awake, no threads yet). */
+int xfs_setup(struct xfs *xfs, const struct xfs_conf *conf);
+/* Bring the cache up to date, on a connection of its own, then close it. */
+int xfs_first_build(struct xfs *xfs);
+/* Open the sqlite pool and start the updater (after the fork). */
+int xfs_start(struct xfs *xfs);
+/*
+ * Let go of what an idle repository need not hold (the repository, the
+ * pool, the memo, the snapshots, the updater), keeping what the kernel
+ * may still name (the inode table).  -1 if a build would not stop:
+ * then it stays awake.  No request may be running on it, no file open.
+ */
+int xfs_sleep(struct xfs *xfs);
+/* Make it all again, with the cache brought up to date first; 0 or an error. */
+int xfs_wake(struct xfs *xfs);
+void xfs_teardown(struct xfs *xfs);
 
 /*
  * The repository, reference counted (daemon.c).  Packs that gc or repack deleted
@@ -485,7 +537,68 @@ int updater_start(struct xfs *xfs);
  */
 int updater_stop(struct xfs *xfs);
 
-/* The operations table (ops.c). */
+/* ---- the FUSE operations (ops.c) ------------------------------------------------ */
+
+/* The operations table of a single mount (ops.c). */
 extern const struct fuse_lowlevel_ops xfs_ops;
+
+/*
+ * The same operations on one repository's state and its own inode
+ * numbers, for a forge mount to call once it has found which
+ * repository a request is for.  Each replies to req.
+ */
+void xfs_op_init(void *userdata, struct fuse_conn_info *conn);
+void xfs_op_lookup(fuse_req_t req, struct xfs *xfs, fuse_ino_t parent,
+		   const char *name);
+void xfs_op_getattr(fuse_req_t req, struct xfs *xfs, fuse_ino_t ino,
+		    struct fuse_file_info *fi);
+void xfs_op_open(fuse_req_t req, struct xfs *xfs, fuse_ino_t ino,
+		 struct fuse_file_info *fi);
+void xfs_op_read(fuse_req_t req, struct xfs *xfs, size_t size, off_t off,
+		 struct fuse_file_info *fi);
+void xfs_op_release(fuse_req_t req, struct fuse_file_info *fi);
+void xfs_op_opendir(fuse_req_t req, struct xfs *xfs, fuse_ino_t ino,
+		    struct fuse_file_info *fi);
+void xfs_op_readdir(fuse_req_t req, size_t size, off_t off,
+		    struct fuse_file_info *fi);
+void xfs_op_getxattr(fuse_req_t req, struct xfs *xfs, fuse_ino_t ino,
+		     const char *name, size_t size);
+void xfs_op_listxattr(fuse_req_t req, struct xfs *xfs, fuse_ino_t ino,
+		      size_t size);
+/* Every operation that would write: EROFS. */
+void xfs_ops_readonly(struct fuse_lowlevel_ops *ops);
+
+/* ---- a forge mount (forge.c) ------------------------------------------------------ */
+
+struct forge_conf {
+	const char *root;		/* as given */
+	enum xlate_unknown unknown_headers;
+	unsigned max_open;		/* repositories awake at once; 0: default */
+};
+#define FORGE_MAX_OPEN 32
+
+int forge_new(struct forge **out, const struct forge_conf *conf);
+/* Start its thread (after the fork), which puts idle repositories to sleep. */
+int forge_start(struct forge *f);
+/* Put every repository to sleep and free it all; -1 if a build still runs. */
+int forge_free(struct forge *f);
+extern const struct fuse_lowlevel_ops forge_ops;
+
+/*
+ * The number the kernel knows repository `slot`'s node `local` by,
+ * counting one kernel reference when `count` (a lookup's reply); 0 if
+ * not known (count 0) or out of memory.  forge_ino_unref() takes back
+ * a count whose reply did not reach the kernel.
+ */
+fuse_ino_t forge_ino_out(struct forge *f, unsigned slot, fuse_ino_t local,
+			 int count);
+void forge_ino_unref(struct forge *f, fuse_ino_t ino);
+
+/* A node's number as the kernel knows it: the same in a single mount. */
+static inline fuse_ino_t xfs_ino_out(struct xfs *xfs, fuse_ino_t local, int count)
+{
+	return xfs->forge ? forge_ino_out(xfs->forge, xfs->slot, local, count) :
+		local;
+}
 
 #endif

@@ -2,6 +2,7 @@
  * main.c: xlatefs, the daemon.
  *
  *   xlatefs [-f] [-d] [-o OPTIONS] REPO MOUNTPOINT
+ *   xlatefs [-f] [-d] [-o OPTIONS] --root DIR MOUNTPOINT   (forge.c)
  *
  * Start-up, in this order because of fork: fuse_daemonize() forks, and
  * neither threads nor sqlite connections may cross a fork.  So the
@@ -9,7 +10,8 @@
  * to date in the foreground, with a progress bar on a terminal; that
  * connection is closed; the file system is mounted and the process
  * detaches; only then are the sqlite connections opened and the updater
- * thread started.  SIGTERM, SIGINT and SIGHUP end the loop (libfuse's
+ * thread started.  A forge mount opens nothing before the fork: each of
+ * its repositories starts when first used.  SIGTERM, SIGINT and SIGHUP end the loop (libfuse's
  * handlers), and the mount is taken down on the way out, as with
  * `fusermount3 -u`.
  */
@@ -27,9 +29,11 @@
 
 struct options {
 	char *repo;
+	char *root;
 	char *cache;
 	char *map;
 	char *unknown_headers;
+	unsigned max_open;
 	int background;
 	int help, version;
 };
@@ -37,6 +41,10 @@ struct options {
 #define OPT(t, p) { t, offsetof(struct options, p), 1 }
 static const struct fuse_opt option_spec[] = {
 	OPT("cache=%s", cache),
+	OPT("root=%s", root),
+	OPT("--root=%s", root),
+	OPT("--root %s", root),
+	OPT("max_open=%u", max_open),
 	OPT("map=%s", map),
 	OPT("submodule_map=%s", map),	/* its first name */
 	OPT("unknown_headers=%s", unknown_headers),
@@ -50,12 +58,18 @@ static const struct fuse_opt option_spec[] = {
 
 static const char usage_text[] =
 	"usage: xlatefs [-f] [-d] [-o OPTIONS] REPO MOUNTPOINT\n"
+	"       xlatefs [-f] [-d] [-o OPTIONS] --root DIR MOUNTPOINT\n"
 	"\n"
 	"Mount the SHA-256 Git repository REPO read-only at MOUNTPOINT, as\n"
 	"itself (MOUNTPOINT/sha256) and as the SHA-1 repository it would be\n"
-	"(MOUNTPOINT/sha1).  Unmount with: fusermount3 -u MOUNTPOINT\n"
+	"(MOUNTPOINT/sha1).  With --root, mount every SHA-256 repository\n"
+	"under DIR so, each at MOUNTPOINT/<its path under DIR>/.\n"
+	"Unmount with: fusermount3 -u MOUNTPOINT\n"
 	"\n"
 	"xlatefs options:\n"
+	"    --root DIR, -o root=DIR    a forge: every repository under DIR\n"
+	"    -o max_open=N              with --root: repositories kept open while idle\n"
+	"                               (default 32)\n"
 	"    -o cache=FILE              the translation cache (default: beside the repository)\n"
 	"    -o map=FILE                SHA-1 names of objects the repository lacks\n"
 	"                               (submodule commits, a partial or shallow clone's)\n"
@@ -66,108 +80,23 @@ static const char usage_text[] =
 	"\n"
 	"See xlatefs(1).\n";
 
-/* The first non-option argument is the repository; the mount point goes on to libfuse. */
+/*
+ * The first non-option argument is the repository, unless --root came
+ * before it; the mount point goes on to libfuse.
+ */
 static int option_proc(void *data, const char *arg, int key,
 		       struct fuse_args *outargs)
 {
 	struct options *o = data;
 
-	if (key == FUSE_OPT_KEY_NONOPT && !o->repo) {
+	/* with --root (given first), the only one is the mount point */
+	if (key == FUSE_OPT_KEY_NONOPT && !o->repo && !o->root) {
 		o->repo = strdup(arg);
 		return 0;
 	}
 	return 1;
 }
 
-
-static int setup(struct xfs *xfs, struct options *o)
-{
-	char real[PATH_MAX];
-	struct buf path = BUF_INIT;
-	struct repo *repo;
-	int ret;
-
-	if (!realpath(o->repo, real))
-		return err_errno("%s", o->repo);
-	if (!(xfs->repo_path = strdup(real)))
-		return err_set(XL_ENOMEM, "out of memory");
-	pthread_mutex_init(&xfs->repo_lock, NULL);
-	if ((ret = repo_open(&repo, xfs->repo_path)) ||
-	    (ret = xfs_repo_set(xfs, repo)))
-		return ret;
-	if (repo_algo(repo) != &hash_sha256)
-		return err_set(XL_EUNSUPPORTED, "%s is a %s repository; xlatefs "
-			       "translates SHA-256 repositories", xfs->repo_path,
-			       repo_algo(repo)->name);
-	if (o->cache) {
-		if (!realpath(o->cache, real) && errno != ENOENT)
-			return err_errno("%s", o->cache);
-		/* a new file: make the path absolute by hand (we chdir later) */
-		if (errno == ENOENT && o->cache[0] != '/') {
-			char cwd[PATH_MAX];
-
-			if (!getcwd(cwd, sizeof(cwd)))
-				return err_errno("getcwd");
-			ret = buf_addf(&path, "%s/%s", cwd, o->cache);
-		} else {
-			ret = buf_addstr(&path, errno == ENOENT ? o->cache : real);
-		}
-		errno = 0;
-	} else {
-		ret = cache_default_path(repo_commondir(repo), &path);
-	}
-	if (ret || !(xfs->cache_path = buf_detach(&path, NULL)))
-		return ret ? ret : err_set(XL_ENOMEM, "out of memory");
-	if (o->map) {
-		if (!realpath(o->map, real))
-			return err_errno("map %s", o->map);
-		if (!(xfs->map = strdup(real)))
-			return err_set(XL_ENOMEM, "out of memory");
-	}
-	if (!o->unknown_headers || !strcmp(o->unknown_headers, "fail"))
-		xfs->unknown_headers = XLATE_UNKNOWN_FAIL;
-	else if (!strcmp(o->unknown_headers, "copy"))
-		xfs->unknown_headers = XLATE_UNKNOWN_COPY;
-	else
-		return err_set(XL_EINVALID, "unknown_headers=%s: want fail or copy",
-			       o->unknown_headers);
-	xfs->background = o->background;
-	xfs->uid = getuid();
-	xfs->gid = getgid();
-	xfs->mounted = time(NULL);
-	if ((ret = text_readme(xfs, &xfs->readme)) ||
-	    (ret = text_config(XFS_GIT1, repo_promisor(repo),
-			       &xfs->config[XFS_GIT1])) ||
-	    (ret = text_config(XFS_GIT256, repo_promisor(repo),
-			       &xfs->config[XFS_GIT256])) ||
-	    (ret = node_table_new(&xfs->nodes) ? XL_ENOMEM : 0) ||
-	    (ret = xlate_memo_new(&xfs->memo, XFS_MEMO_BYTES)))
-		return ret;
-	pthread_mutex_init(&xfs->snap_lock, NULL);
-	pthread_cond_init(&xfs->snap_cond, NULL);
-	pthread_mutex_init(&xfs->pack_lock, NULL);
-	pthread_mutex_init(&xfs->status_lock, NULL);
-	pthread_mutex_init(&xfs->updater_lock, NULL);
-	pthread_cond_init(&xfs->updater_cond, NULL);
-	xfs->status.state = XFS_BUILDING;
-	return 0;
-}
-
-static void teardown(struct xfs *xfs)
-{
-	xfs_pool_close(xfs);
-	refsnap_teardown(xfs);
-	pack_teardown(xfs);
-	node_table_free(xfs->nodes);
-	xlate_memo_free(xfs->memo);
-	xfs_repo_put(xfs->repo);
-	buf_release(&xfs->readme);
-	buf_release(&xfs->config[XFS_GIT1]);
-	buf_release(&xfs->config[XFS_GIT256]);
-	free(xfs->repo_path);
-	free(xfs->cache_path);
-	free(xfs->map);
-}
 
 /* -ofsname=PATH, with libfuse's escapes for ',' and '\\' */
 static int add_fsname(struct fuse_args *args, const char *path)
@@ -184,17 +113,55 @@ static int add_fsname(struct fuse_args *args, const char *path)
 	return ret;
 }
 
-/* The first build, before mounting: a user who waits sees why. */
-static int first_build(struct xfs *xfs)
+/* Parse unknown_headers=; 0 or XL_EINVALID. */
+static int parse_unknown(const char *v, enum xlate_unknown *out)
 {
-	int ret = cache_open(&xfs->writer, xfs->cache_path, &hash_sha256,
-			     CACHE_OPEN_CHECK_ALL, xfs_cache_warn, xfs);
+	if (!v || !strcmp(v, "fail"))
+		*out = XLATE_UNKNOWN_FAIL;
+	else if (!strcmp(v, "copy"))
+		*out = XLATE_UNKNOWN_COPY;
+	else
+		return err_set(XL_EINVALID, "unknown_headers=%s: want fail or copy", v);
+	return 0;
+}
 
-	if (!ret)
-		ret = updater_build(xfs, isatty(2));
-	cache_close(xfs->writer);
-	xfs->writer = NULL;
-	return ret;
+/*
+ * Check the options and set up what must be ready before the fork: a
+ * single mount's repository and first build, or a forge's root.
+ */
+static int prepare(struct options *o, struct xfs *xfs, struct forge **forge)
+{
+	enum xlate_unknown unknown = XLATE_UNKNOWN_FAIL;
+	int ret;
+
+	if ((ret = parse_unknown(o->unknown_headers, &unknown)))
+		return ret;
+	if (o->root) {
+		struct forge_conf fc = { o->root, unknown, o->max_open };
+
+		if (o->repo)
+			return err_set(XL_EINVALID, "--root %s and a repository "
+				       "(%s): give one or the other", o->root,
+				       o->repo);
+		if (o->cache || o->map || o->background)
+			return err_set(XL_EINVALID, "cache=, map= and background "
+				       "are for one repository, not --root "
+				       "(each repository keeps its cache beside it)");
+		return forge_new(forge, &fc);
+	}
+	if (o->max_open)
+		return err_set(XL_EINVALID, "max_open= is for --root");
+	struct xfs_conf conf = {
+		.repo = o->repo,
+		.cache = o->cache,
+		.map = o->map,
+		.unknown_headers = unknown,
+		.background = o->background,
+	};
+
+	if ((ret = xfs_setup(xfs, &conf)))
+		return ret;
+	return xfs->background ? 0 : xfs_first_build(xfs);
 }
 
 int main(int argc, char **argv)
@@ -203,6 +170,7 @@ int main(int argc, char **argv)
 	struct fuse_cmdline_opts cmd;
 	struct options o = { 0 };
 	struct xfs xfs;
+	struct forge *forge = NULL;
 	struct fuse_session *se = NULL;
 	struct fuse_loop_config *loop = NULL;
 	int ret = 1, mounted = 0, busy;
@@ -228,7 +196,7 @@ int main(int argc, char **argv)
 		ret = 0;
 		goto out;
 	}
-	if (!o.repo || !cmd.mountpoint) {
+	if ((!o.repo && !o.root) || !cmd.mountpoint) {
 		fputs(usage_text, stderr);
 		ret = 2;
 		goto out;
@@ -236,22 +204,20 @@ int main(int argc, char **argv)
 	xfs.foreground = cmd.foreground;
 	xfs.debug = cmd.debug;
 
-	if (setup(&xfs, &o)) {
-		fprintf(stderr, "xlatefs: %s\n", err_msg());
-		goto out;
-	}
-	if (!xfs.background && first_build(&xfs)) {
+	if (prepare(&o, &xfs, &forge)) {
 		fprintf(stderr, "xlatefs: %s\n", err_msg());
 		goto out;
 	}
 
 	/* read-only in the kernel too; named after the repository in mount(8) */
 	if (fuse_opt_add_arg(&args, "-oro,default_permissions,subtype=xlatefs") ||
-	    add_fsname(&args, xfs.repo_path)) {
+	    add_fsname(&args, forge ? o.root : xfs.repo_path)) {
 		fputs("xlatefs: out of memory\n", stderr);
 		goto out;
 	}
-	if (!(se = fuse_session_new(&args, &xfs_ops, sizeof(xfs_ops), &xfs)))
+	se = forge ? fuse_session_new(&args, &forge_ops, sizeof(forge_ops), forge) :
+		fuse_session_new(&args, &xfs_ops, sizeof(xfs_ops), &xfs);
+	if (!se)
 		goto out;
 	if (fuse_set_signal_handlers(se))
 		goto out;
@@ -264,11 +230,7 @@ int main(int argc, char **argv)
 	}
 	fuse_daemonize(cmd.foreground);
 
-	if (xfs_pool_open(&xfs)) {
-		xfs_log(&xfs, "%s", err_msg());
-		goto out;
-	}
-	if (updater_start(&xfs)) {
+	if (forge ? forge_start(forge) : xfs_start(&xfs)) {
 		xfs_log(&xfs, "%s", err_msg());
 		goto out;
 	}
@@ -285,7 +247,7 @@ out:
 	/* unmount first: nobody serves the mount from here on */
 	if (se && mounted)
 		fuse_session_unmount(se);
-	busy = updater_stop(&xfs);
+	busy = forge ? forge_free(forge) : updater_stop(&xfs);
 	if (se) {
 		fuse_remove_signal_handlers(se);
 		fuse_session_destroy(se);
@@ -296,9 +258,11 @@ out:
 		_exit(ret);	/* the build thread still uses everything, and
 				   exit()'s handlers (OpenSSL's) would pull
 				   things from under it */
-	teardown(&xfs);
+	if (!forge)
+		xfs_teardown(&xfs);
 	free(cmd.mountpoint);
 	free(o.repo);
+	free(o.root);
 	free(o.cache);
 	free(o.map);
 	free(o.unknown_headers);

@@ -39,6 +39,20 @@ static struct xfs *req_xfs(fuse_req_t req)
 	return fuse_req_userdata(req);
 }
 
+/* A new handle on one of xfs's files, counted (a forge keeps it awake). */
+static struct fh *fh_new(struct xfs *xfs, enum fh_kind kind)
+{
+	struct fh *h = calloc(1, sizeof(*h));
+
+	if (!h)
+		return NULL;
+	buf_init(&h->text);
+	h->kind = kind;
+	h->xfs = xfs;
+	atomic_fetch_add(&xfs->handles, 1);
+	return h;
+}
+
 static struct fh *fh_of(const struct fuse_file_info *fi)
 {
 	return fi ? (struct fh *)(uintptr_t)fi->fh : NULL;
@@ -52,10 +66,11 @@ static void fh_free(struct fh *h)
 	packfile_close(h->xfs, h->pack);
 	buf_release(&h->text);
 	dir_listing_free(&h->dir);
+	atomic_fetch_sub(&h->xfs->handles, 1);
 	free(h);
 }
 
-static void xfs_init(void *userdata, struct fuse_conn_info *conn)
+void xfs_op_init(void *userdata, struct fuse_conn_info *conn)
 {
 	/*
 	 * Plain readdir: readdirplus would make us stat (look up in the
@@ -69,18 +84,27 @@ static void reply_entry(fuse_req_t req, struct xfs *xfs, const struct node *n)
 	struct fuse_entry_param e;
 
 	memset(&e, 0, sizeof(e));
-	e.ino = n->ino;
+	if (!(e.ino = xfs_ino_out(xfs, n->ino, 1))) {
+		node_forget(xfs, n->ino, 1);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
 	e.generation = 1;
 	node_stat(xfs, n, &e.attr);
+	e.attr.st_ino = e.ino;
 	e.attr_timeout = node_attr_ttl(n);
 	e.entry_timeout = node_entry_ttl(n);
-	if (fuse_reply_entry(req, &e) == -ENOENT && n->kind == NODE_OBJECT)
-		node_forget(xfs, n->ino, 1);	/* the lookup was interrupted */
+	if (fuse_reply_entry(req, &e) == -ENOENT) {
+		/* the lookup was interrupted: nobody holds what we counted */
+		node_forget(xfs, n->ino, 1);
+		if (xfs->forge)
+			forge_ino_unref(xfs->forge, e.ino);
+	}
 }
 
-static void xfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+void xfs_op_lookup(fuse_req_t req, struct xfs *xfs, fuse_ino_t parent,
+		   const char *name)
 {
-	struct xfs *xfs = req_xfs(req);
 	struct node n;
 	int ret = node_lookup(xfs, parent, name, &n);
 
@@ -88,6 +112,11 @@ static void xfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_err(req, ret);
 	else
 		reply_entry(req, xfs, &n);
+}
+
+static void xfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	xfs_op_lookup(req, req_xfs(req), parent, name);
 }
 
 static void xfs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
@@ -104,9 +133,9 @@ static void xfs_forget_multi(fuse_req_t req, size_t count,
 	fuse_reply_none(req);
 }
 
-static void xfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+void xfs_op_getattr(fuse_req_t req, struct xfs *xfs, fuse_ino_t ino,
+		    struct fuse_file_info *fi)
 {
-	struct xfs *xfs = req_xfs(req);
 	struct fh *h = fh_of(fi);
 	struct node n;
 	struct stat st;
@@ -117,14 +146,21 @@ static void xfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 		return;
 	}
 	node_stat(xfs, &n, &st);
+	if (xfs->forge)
+		st.st_ino = xfs_ino_out(xfs, ino, 0);
 	if (h && h->kind == FH_TEXT)
 		st.st_size = (off_t)h->text.len;	/* what this open file reads */
 	fuse_reply_attr(req, &st, node_attr_ttl(&n));
 }
 
-static void xfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+static void xfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct xfs *xfs = req_xfs(req);
+	xfs_op_getattr(req, req_xfs(req), ino, fi);
+}
+
+void xfs_op_open(fuse_req_t req, struct xfs *xfs, fuse_ino_t ino,
+		 struct fuse_file_info *fi)
+{
 	struct fh *h;
 	struct node n;
 	int ret;
@@ -141,12 +177,10 @@ static void xfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, EISDIR);
 		return;
 	}
-	if (!(h = calloc(1, sizeof(*h)))) {
+	if (!(h = fh_new(xfs, FH_TEXT))) {
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	buf_init(&h->text);
-	h->xfs = xfs;
 	if (n.kind == NODE_OBJECT) {
 		h->kind = FH_OBJECT;
 		ret = objfile_open(xfs, &n, &h->obj);
@@ -171,10 +205,14 @@ static void xfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fh_free(h);	/* interrupted: no release will come */
 }
 
-static void xfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		     struct fuse_file_info *fi)
+static void xfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct xfs *xfs = req_xfs(req);
+	xfs_op_open(req, req_xfs(req), ino, fi);
+}
+
+void xfs_op_read(fuse_req_t req, struct xfs *xfs, size_t size, off_t off,
+		 struct fuse_file_info *fi)
+{
 	struct fh *h = fh_of(fi);
 	size_t got;
 	char *buf;
@@ -212,15 +250,26 @@ static void xfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	free(buf);
 }
 
-static void xfs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+static void xfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		     struct fuse_file_info *fi)
+{
+	xfs_op_read(req, req_xfs(req), size, off, fi);
+}
+
+void xfs_op_release(fuse_req_t req, struct fuse_file_info *fi)
 {
 	fh_free(fh_of(fi));
 	fuse_reply_err(req, 0);
 }
 
-static void xfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+static void xfs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct xfs *xfs = req_xfs(req);
+	xfs_op_release(req, fi);
+}
+
+void xfs_op_opendir(fuse_req_t req, struct xfs *xfs, fuse_ino_t ino,
+		    struct fuse_file_info *fi)
+{
 	struct fh *h;
 	struct node n;
 	int ret;
@@ -229,12 +278,10 @@ static void xfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 		fuse_reply_err(req, ret);
 		return;
 	}
-	if (!(h = calloc(1, sizeof(*h)))) {
+	if (!(h = fh_new(xfs, FH_DIR))) {
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	buf_init(&h->text);
-	h->kind = FH_DIR;
 	if ((ret = node_list(xfs, &n, &h->dir))) {
 		fh_free(h);
 		fuse_reply_err(req, ret);
@@ -245,8 +292,13 @@ static void xfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 		fh_free(h);
 }
 
-static void xfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-			struct fuse_file_info *fi)
+static void xfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	xfs_op_opendir(req, req_xfs(req), ino, fi);
+}
+
+void xfs_op_readdir(fuse_req_t req, size_t size, off_t off,
+		    struct fuse_file_info *fi)
 {
 	struct fh *h = fh_of(fi);
 	char *buf;
@@ -267,7 +319,10 @@ static void xfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		size_t n;
 
 		memset(&st, 0, sizeof(st));
-		st.st_ino = d->ino ? d->ino : 0xffffffffu;
+		/* a hint only (readdir counts no reference): 0 if unknown */
+		st.st_ino = d->ino ? xfs_ino_out(h->xfs, d->ino, 0) : 0;
+		if (!st.st_ino)
+			st.st_ino = 0xffffffffu;
 		st.st_mode = d->mode;
 		n = fuse_add_direntry(req, buf + used, size - used, d->name, &st,
 				      (off_t)(i + 1));
@@ -279,11 +334,10 @@ static void xfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	free(buf);
 }
 
-static void xfs_releasedir(fuse_req_t req, fuse_ino_t ino,
-			   struct fuse_file_info *fi)
+static void xfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			struct fuse_file_info *fi)
 {
-	fh_free(fh_of(fi));
-	fuse_reply_err(req, 0);
+	xfs_op_readdir(req, size, off, fi);
 }
 
 /* ---- extended attributes -------------------------------------------------- */
@@ -313,14 +367,14 @@ static int xattr_value(const struct node *n, size_t i, char *out, size_t cap)
 	}
 }
 
-static void xfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
-			 size_t size)
+void xfs_op_getxattr(fuse_req_t req, struct xfs *xfs, fuse_ino_t ino,
+		     const char *name, size_t size)
 {
 	struct node n;
 	char value[OID_HEXSZ_MAX + 32];
 	int len;
 
-	if (node_get(req_xfs(req), ino, &n)) {
+	if (node_get(xfs, ino, &n)) {
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
@@ -328,7 +382,7 @@ static void xfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		fuse_reply_err(req, ENODATA);
 		return;
 	}
-	node_refresh_sha1(req_xfs(req), &n);
+	node_refresh_sha1(xfs, &n);
 	for (size_t i = 0; i < sizeof(xattr_names) / sizeof(*xattr_names); i++) {
 		if (strcmp(name, xattr_names[i]))
 			continue;
@@ -345,14 +399,21 @@ static void xfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	fuse_reply_err(req, ENODATA);
 }
 
-static void xfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+static void xfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+			 size_t size)
+{
+	xfs_op_getxattr(req, req_xfs(req), ino, name, size);
+}
+
+void xfs_op_listxattr(fuse_req_t req, struct xfs *xfs, fuse_ino_t ino,
+		      size_t size)
 {
 	struct node n;
 	char list[128], value[OID_HEXSZ_MAX + 32];
 	size_t len = 0;
 
-	if (!node_get(req_xfs(req), ino, &n) && n.kind == NODE_OBJECT) {
-		node_refresh_sha1(req_xfs(req), &n);
+	if (!node_get(xfs, ino, &n) && n.kind == NODE_OBJECT) {
+		node_refresh_sha1(xfs, &n);
 		for (size_t i = 0; i < sizeof(xattr_names) / sizeof(*xattr_names); i++) {
 			size_t l = strlen(xattr_names[i]) + 1;
 
@@ -368,6 +429,11 @@ static void xfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 		fuse_reply_err(req, ERANGE);
 	else
 		fuse_reply_buf(req, list, len);
+}
+
+static void xfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	xfs_op_listxattr(req, req_xfs(req), ino, size);
 }
 
 static void xfs_statfs(fuse_req_t req, fuse_ino_t ino)
@@ -463,8 +529,25 @@ static void xfs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
 	erofs(req);
 }
 
+void xfs_ops_readonly(struct fuse_lowlevel_ops *ops)
+{
+	ops->setattr = xfs_setattr;
+	ops->mknod = xfs_mknod;
+	ops->mkdir = xfs_mkdir;
+	ops->unlink = xfs_unlink;
+	ops->rmdir = xfs_unlink;
+	ops->symlink = xfs_symlink;
+	ops->rename = xfs_rename;
+	ops->link = xfs_link;
+	ops->write = xfs_write;
+	ops->create = xfs_create;
+	ops->setxattr = xfs_setxattr;
+	ops->removexattr = xfs_removexattr;
+	ops->fallocate = xfs_fallocate;
+}
+
 const struct fuse_lowlevel_ops xfs_ops = {
-	.init = xfs_init,
+	.init = xfs_op_init,
 	.lookup = xfs_lookup,
 	.forget = xfs_forget,
 	.forget_multi = xfs_forget_multi,
@@ -474,7 +557,7 @@ const struct fuse_lowlevel_ops xfs_ops = {
 	.release = xfs_release,
 	.opendir = xfs_opendir,
 	.readdir = xfs_readdir,
-	.releasedir = xfs_releasedir,
+	.releasedir = xfs_release,
 	.getxattr = xfs_getxattr,
 	.listxattr = xfs_listxattr,
 	.statfs = xfs_statfs,

@@ -359,7 +359,7 @@ static int fill_node(const struct served_pack *sp, enum pack_file file,
 	return 0;
 }
 
-int pack_node(struct xfs *xfs, fuse_ino_t ino, struct node *n)
+static int seen_node(struct xfs *xfs, fuse_ino_t ino, struct node *n)
 {
 	int ret = ENOENT;
 
@@ -372,6 +372,23 @@ int pack_node(struct xfs *xfs, fuse_ino_t ino, struct node *n)
 		}
 	}
 	pthread_mutex_unlock(&xfs->pack_lock);
+	return ret;
+}
+
+int pack_node(struct xfs *xfs, fuse_ino_t ino, struct node *n)
+{
+	struct packsnap *snap;
+	int ret = seen_node(xfs, ino, n);
+
+	/*
+	 * Not seen since a forge put this repository to sleep (which
+	 * forgets the packs, not the numbers the kernel holds): listing
+	 * the packs again brings back those that are still there.
+	 */
+	if (ret == ENOENT && xfs->forge && (snap = packsnap_get(xfs))) {
+		packsnap_put(snap);
+		ret = seen_node(xfs, ino, n);
+	}
 	return ret;
 }
 
@@ -623,4 +640,5 @@ void pack_teardown(struct xfs *xfs)
 		free((char *)xfs->packs_seen[i].native_path);
 	free(xfs->packs_seen);
 	xfs->packs_seen = NULL;
+	xfs->nr_packs_seen = xfs->alloc_packs_seen = 0;
 }

@@ -234,6 +234,14 @@ enum ref_storage { REF_STORAGE_FILES, REF_STORAGE_REFTABLE };
  */
 int repo_open(struct repo **out, const char *path);
 void repo_close(struct repo *repo);
+/*
+ * Is `dir` itself a repository (a git directory, or a directory with a
+ * .git directory or file)?  Unlike repo_open(), parent directories are
+ * not searched and no object is opened: cheap enough to ask of every
+ * directory of a tree.  Returns 0 with its object format in *algo,
+ * XL_ENOTFOUND, XL_EUNSUPPORTED, or another code for bad files.
+ */
+int repo_probe(const char *dir, const struct hash_algo **algo);
 
 const struct hash_algo *repo_algo(const struct repo *repo);
 /* The compat algorithm from extensions.compatObjectFormat, or NULL. */

@@ -406,6 +406,49 @@ fail:
 	return ret;
 }
 
+int repo_probe(const char *dir, const struct hash_algo **algo)
+{
+	struct buf gitdir = BUF_INIT, common = BUF_INIT, p = BUF_INIT,
+		   text = BUF_INIT;
+	struct repo_format fmt;
+	int ret;
+
+	repo_format_init(&fmt);
+	/* no walk up: only dir itself, or its .git */
+	path_join(&p, dir, ".git");
+	if (is_dir(p.buf) && is_git_directory(p.buf)) {
+		ret = path_absolute(&gitdir, p.buf);
+	} else if (is_file(p.buf)) {
+		ret = read_gitfile(p.buf, &gitdir);
+		if (!ret && !is_git_directory(gitdir.buf))
+			ret = err_set(XL_ENOTFOUND, "%s: not a git directory",
+				      gitdir.buf);
+	} else if (is_git_directory(dir)) {
+		ret = path_absolute(&gitdir, dir);
+	} else {
+		ret = err_set(XL_ENOTFOUND, "%s: not a repository", dir);
+	}
+	if (ret || (ret = find_commondir(gitdir.buf, &common)))
+		goto out;
+	path_join(&p, common.buf, "config");
+	ret = file_read(p.buf, 1 << 20, &text);
+	if (ret == XL_ENOTFOUND) {
+		err_clear();
+		ret = 0;
+	} else if (!ret) {
+		ret = repo_format_parse(&fmt, text.buf, text.len, p.buf);
+	}
+	if (!ret && !(ret = repo_format_verify(&fmt)))
+		*algo = fmt.algo;
+out:
+	repo_format_release(&fmt);
+	buf_release(&gitdir);
+	buf_release(&common);
+	buf_release(&p);
+	buf_release(&text);
+	return ret;
+}
+
 void repo_close(struct repo *repo)
 {
 	if (!repo)
