@@ -125,7 +125,9 @@ int xfs_setup(struct xfs *xfs, const struct xfs_conf *conf)
 			return err_set(XL_ENOMEM, "out of memory");
 	}
 	if ((ret = make_texts(xfs, repo)) ||
-	    (ret = node_table_new(&xfs->nodes) ? XL_ENOMEM : 0) ||
+	    /* a forge's thousands of repositories start small */
+	    (ret = node_table_new(&xfs->nodes, xfs->forge ? 64 : 4096) ?
+		   XL_ENOMEM : 0) ||
 	    (ret = xlate_memo_new(&xfs->memo, xfs->memo_bytes)))
 		return ret;
 	xfs->awake = 1;

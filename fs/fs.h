@@ -374,7 +374,8 @@ struct node {
 /* The inode number of an object file (before any collision probing). */
 fuse_ino_t object_ino(enum xfs_view view, const struct oid *name);
 
-int node_table_new(struct node_table **out);
+/* A table of `buckets` to begin with (it grows with what the kernel holds). */
+int node_table_new(struct node_table **out, size_t buckets);
 void node_table_free(struct node_table *t);
 
 /*

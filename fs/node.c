@@ -119,13 +119,13 @@ struct obj_node {
 	struct obj_node *next;
 };
 
-int node_table_new(struct node_table **out)
+int node_table_new(struct node_table **out, size_t buckets)
 {
 	struct node_table *t = calloc(1, sizeof(*t));
 
 	if (!t)
 		return ENOMEM;
-	t->nr_buckets = 4096;
+	t->nr_buckets = buckets;
 	if (!(t->buckets = calloc(t->nr_buckets, sizeof(*t->buckets)))) {
 		free(t);
 		return ENOMEM;

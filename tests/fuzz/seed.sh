@@ -14,6 +14,8 @@
 #   fuzz-delta        deltas Git made between versions of a fixture's
 #                     blobs and trees, from its packs (base first)
 #   fuzz-submodule-map  the fixtures' submodule maps
+#   fuzz-compat       loose-object-idx files naming the objects
+#                     fuzz-compat's cache knows, and others
 #   fuzz-alternates   a few alternates files (absolute, relative,
 #                     comments, a loop back)
 #   fuzz-cache        caches git xlate builds for two fixtures
@@ -30,7 +32,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/xl-seed.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 for t in idx pack loose packed-refs reftable config object delta \
-	submodule-map alternates cache loose-ref resolve; do
+	submodule-map alternates cache loose-ref resolve compat; do
 	mkdir -p "$out/fuzz-$t"
 done
 
@@ -124,6 +126,17 @@ PY
 	done <"$tmp/list"
 done
 [ $n -gt 0 ] || { echo "seed.sh: no fixtures in $top/tests/fixtures" >&2; exit 1; }
+# the names fuzz-compat.c's cache holds: agree, refused, unnamed,
+# disagree, stale, malformed, and no header
+one=$(printf '1%.0s' $(seq 64)) bad=$(printf '2%.0s' $(seq 64))
+later=$(printf '3%.0s' $(seq 64)) gone=$(printf '4%.0s' $(seq 64))
+a=$(printf 'a%.0s' $(seq 40)) b=$(printf 'b%.0s' $(seq 40))
+printf '# loose-object-idx\n%s %s\n' "$one" "$a" >"$out/fuzz-compat/agree"
+printf '# loose-object-idx\n%s %s\n%s %s\n%s %s\n%s %s\n%s %s\nnot a pair\n' \
+	"$one" "$b" "$bad" "$a" "$later" "$a" "$gone" "$b" "$one" "$a" \
+	>"$out/fuzz-compat/every-class"
+printf '%s %s\n' "$one" "$a" >"$out/fuzz-compat/no-header"
+
 for m in "$top"/tests/fixtures/*.submodule-map.tsv; do
 	[ -f "$m" ] && cp "$m" "$out/fuzz-submodule-map/$(basename "$m" .tsv)"
 done
