@@ -41,6 +41,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -441,6 +442,7 @@ static struct slot *idle_victim(struct forge *f, const struct slot *except,
 static void make_room(struct forge *f, const struct slot *waking)
 {
 	struct slot *v;
+	int trim = 0;
 
 	while (f->awake > f->max_open &&
 	       (v = idle_victim(f, waking, xfs_now()))) {
@@ -457,9 +459,18 @@ static void make_room(struct forge *f, const struct slot *waking)
 			v->state = SLOT_ASLEEP;
 			f->awake--;
 			f->sleeps++;
+			trim = 1;
 		}
 		pthread_cond_broadcast(&f->changed);
 	}
+	/*
+	 * What a repository let go of stays in the allocator's free lists
+	 * of whichever threads freed it, and the next repository to wake
+	 * runs on other threads: without giving the pages back, the
+	 * daemon grew by about 0.9 MB per wake (see FORGE_MALLOC below).
+	 */
+	if (trim)
+		malloc_trim(0);
 }
 
 /*
@@ -1138,7 +1149,20 @@ int forge_new(struct forge **out, const struct forge_conf *conf)
 
 int forge_start(struct forge *f)
 {
-	int ret = pthread_create(&f->janitor, NULL, janitor_main, f);
+	int ret;
+
+	/*
+	 * FORGE_MALLOC: every wake allocates and frees the same big
+	 * blocks (a 4 MiB memo, sqlite's caches, the build's tables).
+	 * glibc raises its mmap threshold to the size of each big block
+	 * freed, after which such blocks come from the heap, zeroed by
+	 * hand (resident) and kept after free.  Measured on 10,000 small
+	 * repositories, 300 wakes at a time, 32 awake: RssAnon 444, 711,
+	 * 857 MB; with malloc_trim() after sleeping 131, 160, 178 MB; with
+	 * the threshold fixed too, 58, 67, 74 MB.  Once, before any thread.
+	 */
+	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+	ret = pthread_create(&f->janitor, NULL, janitor_main, f);
 
 	if (ret)
 		return err_set(XL_EIO, "starting a thread: %s", strerror(ret));
