@@ -1114,6 +1114,7 @@ int forge_new(struct forge **out, const struct forge_conf *conf)
 {
 	char real[PATH_MAX];
 	struct forge *f = calloc(1, sizeof(*f));
+	const struct hash_algo *algo;
 	struct stat st;
 
 	if (!f)
@@ -1127,6 +1128,10 @@ int forge_new(struct forge **out, const struct forge_conf *conf)
 		return err_errno("%s", conf->root);
 	if (stat(real, &st) || !S_ISDIR(st.st_mode))
 		return err_set(XL_EINVALID, "%s: not a directory", conf->root);
+	if (!repo_probe(real, &algo))
+		return err_set(XL_EINVALID, "%s is a repository itself: mount it "
+			       "without --root", conf->root);
+	err_clear();
 	if (!(f->root = strdup(strcmp(real, "/") ? real : "")))
 		return err_set(XL_ENOMEM, "out of memory");
 	f->unknown_headers = conf->unknown_headers;

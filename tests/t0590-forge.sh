@@ -83,6 +83,11 @@ make_all() {
 }
 expect "make $N repositories and their SHA-1 twins" make_all
 
+expect_fail "--root on a repository is refused (mount it without --root)" \
+	"$XLATEFS" -f --root "$D/$(repo_rel 1)" "$TRASH/nowhere"
+expect_fail "and so are map= and cache=, which are for one repository" \
+	"$XLATEFS" -f -o map=/dev/null --root "$D" "$TRASH/nowhere"
+
 M=$TRASH/mnt
 xl_mount "$D" "$M" -o max_open=$MAX --root || { test_done; exit 1; }
 pid=$(cat "$M.pid")
