@@ -51,6 +51,11 @@
 
 /* A repository used this recently is not idle yet (see idle_victim). */
 #define FORGE_IDLE_S 2.0
+/*
+ * Requests that may wait for repositories to wake (half of the 64
+ * worker threads main.c allows); more get EAGAIN.
+ */
+#define FORGE_MAX_WAITING 32
 
 /* Local numbers of the forge's own nodes (slot 0). */
 #define LOCAL_STATUS 2
@@ -66,6 +71,7 @@ struct slot {
 	unsigned busy;		/* requests running on it */
 	double used;		/* when the last one began (monotonic) */
 	double stuck;		/* a build would not stop: not before then */
+	int restart;		/* ...and its updater must be started again */
 };
 
 /* A string-keyed index into an array, open addressing. */
@@ -101,6 +107,7 @@ struct forge {
 	size_t nr_dirs, alloc_dirs;
 	struct names dir_names;
 	unsigned awake;		/* slots AWAKE, WAKING or SLEEPING */
+	unsigned waiting;	/* requests waiting for a slot to wake or sleep */
 	uint64_t wakes, sleeps;
 	int stop;		/* the janitor ends */
 	pthread_cond_t janitor_wake;
@@ -416,8 +423,10 @@ static int decode(struct forge *f, fuse_ino_t ino, unsigned *slot,
  * four times its bound: a client's requests come one after another,
  * with nothing running on the repository in between, and putting it to
  * sleep there would make it wake again for each of them (measured: 16
- * clients on 8 repositories' room woke them 10,143 times for 50
- * repositories without the grace, 110 times with twice the bound).
+ * clients on 8 repositories' room woke 50 repositories 10,143 times
+ * without the grace, 110 times with twice the bound, 51 with four
+ * times).  Nor is one whose updater is building: it would have to
+ * wait for the build to stop.
  */
 static struct slot *idle_victim(struct forge *f, const struct slot *except,
 				double now)
@@ -428,9 +437,16 @@ static struct slot *idle_victim(struct forge *f, const struct slot *except,
 	for (size_t i = 1; i < f->nr_slots; i++) {
 		struct slot *sl = f->slots[i];
 
+		int building;
+
 		if (sl == except || sl->state != SLOT_AWAKE || sl->busy ||
 		    atomic_load(&sl->xfs->handles) || sl->stuck > now ||
 		    (!recent_too && now - sl->used < FORGE_IDLE_S))
+			continue;
+		pthread_mutex_lock(&sl->xfs->status_lock);
+		building = sl->xfs->status.state == XFS_BUILDING;
+		pthread_mutex_unlock(&sl->xfs->status_lock);
+		if (building)
 			continue;
 		if (!best || sl->used < best->used)
 			best = sl;
@@ -438,44 +454,84 @@ static struct slot *idle_victim(struct forge *f, const struct slot *except,
 	return best;
 }
 
-/* Put idle repositories to sleep until there is room for one more. */
-static void make_room(struct forge *f, const struct slot *waking)
+/* Put `v` to sleep; called and returns with f->lock held.  1 if it slept. */
+static int put_to_sleep(struct forge *f, struct slot *v)
 {
-	struct slot *v;
-	int trim = 0;
+	int ret;
 
-	while (f->awake > f->max_open &&
-	       (v = idle_victim(f, waking, xfs_now()))) {
-		int ret;
-
-		v->state = SLOT_SLEEPING;
-		pthread_mutex_unlock(&f->lock);
-		ret = xfs_sleep(v->xfs);
-		pthread_mutex_lock(&f->lock);
-		if (ret) {
-			v->state = SLOT_AWAKE;
-			v->stuck = xfs_now() + 10;
-		} else {
-			v->state = SLOT_ASLEEP;
-			f->awake--;
-			f->sleeps++;
-			trim = 1;
-		}
-		pthread_cond_broadcast(&f->changed);
+	v->state = SLOT_SLEEPING;
+	pthread_mutex_unlock(&f->lock);
+	ret = xfs_sleep(v->xfs);
+	pthread_mutex_lock(&f->lock);
+	if (ret) {
+		/* a build would not stop: its updater ends after it (janitor) */
+		v->state = SLOT_AWAKE;
+		v->stuck = xfs_now() + 10;
+		v->restart = 1;
+	} else {
+		v->state = SLOT_ASLEEP;
+		f->awake--;
+		f->sleeps++;
 	}
-	/*
-	 * What a repository let go of stays in the allocator's free lists
-	 * of whichever threads freed it, and the next repository to wake
-	 * runs on other threads: without giving the pages back, the
-	 * daemon grew by about 0.9 MB per wake (see FORGE_MALLOC below).
-	 */
-	if (trim)
-		malloc_trim(0);
+	pthread_cond_broadcast(&f->changed);
+	return !ret;
 }
 
 /*
- * Once a second, put to sleep what went idle past the bound: when every
- * client stops at once, no request comes to do it.
+ * Put idle repositories to sleep until there is room for one more;
+ * called and returns with f->lock held.  Returns how many slept: the
+ * caller then gives their pages back (forge_trim), once it has let go
+ * of the lock.
+ */
+static int make_room(struct forge *f, const struct slot *waking)
+{
+	struct slot *v;
+	int slept = 0;
+
+	while (f->awake > f->max_open &&
+	       (v = idle_victim(f, waking, xfs_now())))
+		slept += put_to_sleep(f, v);
+	return slept;
+}
+
+/*
+ * What a repository let go of stays in the allocator's free lists of
+ * whichever threads freed it, and the next repository to wake runs on
+ * other threads: without giving the pages back, the daemon grew by
+ * about 0.9 MB per wake (see FORGE_MALLOC below).  Not under f->lock:
+ * it walks every arena.
+ */
+static void forge_trim(int slept)
+{
+	if (slept)
+		malloc_trim(0);
+}
+
+/* Once a second, for the janitor: see janitor_main().  f->lock held. */
+static int janitor_round(struct forge *f)
+{
+	int slept = make_room(f, NULL);
+	struct stat st;
+
+	for (size_t i = 1; i < f->nr_slots; i++) {
+		struct slot *sl = f->slots[i];
+
+		if (sl->state != SLOT_AWAKE)
+			continue;
+		if (sl->restart && updater_restart(sl->xfs) != 1)
+			sl->restart = 0;	/* restarted, or failed (logged) */
+		/* deleted: let go of its files now, not at the next wake */
+		if (!sl->busy && !atomic_load(&sl->xfs->handles) &&
+		    stat(sl->path, &st) && errno == ENOENT && !sl->restart)
+			slept += put_to_sleep(f, sl);
+	}
+	return slept;
+}
+
+/*
+ * Once a second: put to sleep what went idle past the bound (when every
+ * client stops at once, no request comes to do it) and what was
+ * deleted, and start again an updater that a sleep stopped in vain.
  */
 static void *janitor_main(void *arg)
 {
@@ -484,19 +540,25 @@ static void *janitor_main(void *arg)
 	pthread_mutex_lock(&f->lock);
 	while (!f->stop) {
 		struct timespec until;
+		int slept;
 
 		clock_gettime(CLOCK_REALTIME, &until);
 		until.tv_sec += 1;
 		pthread_cond_timedwait(&f->janitor_wake, &f->lock, &until);
-		if (!f->stop)
-			make_room(f, NULL);
+		if (f->stop)
+			break;
+		slept = janitor_round(f);
+		pthread_mutex_unlock(&f->lock);
+		forge_trim(slept);
+		pthread_mutex_lock(&f->lock);
 	}
 	pthread_mutex_unlock(&f->lock);
 	return NULL;
 }
 
 /* Make slot sl's context for the first time (not under the lock). */
-static int first_wake(struct forge *f, struct slot *sl, unsigned slot)
+static int first_wake(struct forge *f, struct slot *sl, unsigned slot,
+		      struct xfs **out)
 {
 	struct xfs *xfs = calloc(1, sizeof(*xfs));
 	struct xfs_conf conf = {
@@ -519,7 +581,7 @@ static int first_wake(struct forge *f, struct slot *sl, unsigned slot)
 		free(xfs);
 		return ret;
 	}
-	if (xfs_first_build(xfs))
+	if (xfs_first_build(xfs, 1))
 		xfs_log(xfs, "%s", err_msg());
 	if ((ret = xfs_start(xfs))) {
 		updater_stop(xfs);
@@ -527,7 +589,7 @@ static int first_wake(struct forge *f, struct slot *sl, unsigned slot)
 		free(xfs);
 		return ret;
 	}
-	sl->xfs = xfs;
+	*out = xfs;
 	return 0;
 }
 
@@ -538,7 +600,8 @@ static int first_wake(struct forge *f, struct slot *sl, unsigned slot)
 static int slot_get(struct forge *f, unsigned slot, struct xfs **out)
 {
 	struct slot *sl;
-	int ret;
+	struct xfs *made = NULL;
+	int ret, slept;
 
 	pthread_mutex_lock(&f->lock);
 	if (!slot || slot >= f->nr_slots) {
@@ -546,8 +609,20 @@ static int slot_get(struct forge *f, unsigned slot, struct xfs **out)
 		return ENOENT;
 	}
 	sl = f->slots[slot];
+	if ((sl->state == SLOT_WAKING || sl->state == SLOT_SLEEPING) &&
+	    f->waiting >= FORGE_MAX_WAITING) {
+		/*
+		 * A first build may take minutes: requests waiting for it
+		 * must not take every worker thread, or the whole mount
+		 * (other repositories, forgets) would wait too.
+		 */
+		pthread_mutex_unlock(&f->lock);
+		return EAGAIN;
+	}
+	f->waiting++;
 	while (sl->state == SLOT_WAKING || sl->state == SLOT_SLEEPING)
 		pthread_cond_wait(&f->changed, &f->lock);
+	f->waiting--;
 	if (sl->state == SLOT_AWAKE) {
 		sl->busy++;
 		sl->used = xfs_now();
@@ -557,10 +632,12 @@ static int slot_get(struct forge *f, unsigned slot, struct xfs **out)
 	}
 	sl->state = SLOT_WAKING;
 	f->awake++;
-	make_room(f, sl);
+	slept = make_room(f, sl);
 	pthread_mutex_unlock(&f->lock);
+	forge_trim(slept);
 
-	ret = sl->xfs ? xfs_wake(sl->xfs) : first_wake(f, sl, slot);
+	/* sl->xfs is only set under the lock; while WAKING nobody else does */
+	ret = sl->xfs ? xfs_wake(sl->xfs) : first_wake(f, sl, slot, &made);
 	if (ret) {
 		struct xfs fake = { .log_name = sl->rel };
 
@@ -568,6 +645,8 @@ static int slot_get(struct forge *f, unsigned slot, struct xfs **out)
 	}
 
 	pthread_mutex_lock(&f->lock);
+	if (made)
+		sl->xfs = made;
 	if (ret) {
 		sl->state = SLOT_ASLEEP;
 		f->awake--;
@@ -587,11 +666,14 @@ static int slot_get(struct forge *f, unsigned slot, struct xfs **out)
 
 static void slot_put(struct forge *f, unsigned slot)
 {
+	int slept;
+
 	pthread_mutex_lock(&f->lock);
 	f->slots[slot]->busy--;
 	/* past the bound while all were busy: back within it as they finish */
-	make_room(f, NULL);
+	slept = make_room(f, NULL);
 	pthread_mutex_unlock(&f->lock);
+	forge_trim(slept);
 }
 
 /* The context of a slot, if it was ever made (for forgets: no wake). */
@@ -832,6 +914,10 @@ static void forge_getattr(fuse_req_t req, fuse_ino_t ino,
 			status_attr(f, ino, &st);
 		else
 			dir_attr(f, ino, &st);
+		/* an open .status reads its own copy: its size, not today's */
+		if (!slot && local == LOCAL_STATUS && fi && fi->fh)
+			st.st_size = (off_t)((struct forge_fh *)(uintptr_t)
+					     fi->fh)->text.len;
 		fuse_reply_attr(req, &st, !slot && local == LOCAL_STATUS ? 0 :
 				XFS_TTL_LIVE);
 		return;

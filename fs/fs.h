@@ -274,8 +274,11 @@ struct xfs_conf {
 
 /* Open the repository and make the whole state (awake, no threads yet). */
 int xfs_setup(struct xfs *xfs, const struct xfs_conf *conf);
-/* Bring the cache up to date, on a connection of its own, then close it. */
-int xfs_first_build(struct xfs *xfs);
+/*
+ * Bring the cache up to date, on a connection of its own, then close
+ * it; `check`: check the whole file first (PRAGMA quick_check).
+ */
+int xfs_first_build(struct xfs *xfs, int check);
 /* Open the sqlite pool and start the updater (after the fork). */
 int xfs_start(struct xfs *xfs);
 /*
@@ -532,6 +535,11 @@ size_t text_size(struct xfs *xfs, const struct node *n);
 /* Bring the cache up to date once; progress to stderr when `tty`. */
 int updater_build(struct xfs *xfs, int tty);
 int updater_start(struct xfs *xfs);
+/*
+ * Start it again after an updater_stop() that timed out (its build has
+ * ended since): 0, 1 while the old one still runs, or an error.
+ */
+int updater_restart(struct xfs *xfs);
 /*
  * Stop the updater, telling a running build to stop; -1 if it has not
  * within XFS_STOP_WAIT_S (then leave the caches open: it still uses them).

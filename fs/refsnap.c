@@ -186,6 +186,7 @@ void refsnap_teardown(struct xfs *xfs)
 	free(xfs->ref_names);
 	xfs->ref_names = NULL;
 	xfs->nr_ref_names = xfs->alloc_ref_names = 0;
+	xfs->ref_names_loaded = 0;	/* a forge wakes it again: load them then */
 }
 
 /*

@@ -290,6 +290,20 @@ int updater_start(struct xfs *xfs)
 	return 0;
 }
 
+int updater_restart(struct xfs *xfs)
+{
+	if (xfs->updater_started) {
+		if (pthread_tryjoin_np(xfs->updater, NULL))
+			return 1;
+		xfs->updater_started = 0;
+	}
+	atomic_store(&xfs->cancel_build, 0);
+	pthread_mutex_lock(&xfs->updater_lock);
+	xfs->stop = 0;
+	pthread_mutex_unlock(&xfs->updater_lock);
+	return updater_start(xfs);
+}
+
 int updater_stop(struct xfs *xfs)
 {
 	struct timespec until;

@@ -9,7 +9,7 @@
 #   - 50 repositories picked at random, read in parallel by stock git,
 #     are their twins, and the daemon stays within its bound once idle;
 #   - a repository put to sleep wakes with what it gained meanwhile,
-#     and one added under the mount appears;
+#     one added under the mount appears, and one deleted is let go of;
 #   - git daemon --base-path=MNT serves any of them to a SHA-1 clone.
 . "$(dirname "$0")/lib.sh"
 require_fuse
@@ -210,6 +210,23 @@ expect "it is listed" sh -c "ls '$M/team-3' | grep -qx late.git"
 expect "its history is the twin's" \
 	test "$(git --git-dir="$M/team-3/late.git/sha1" log --format=%H main)" = \
 	"$(git --git-dir="$T/$new.git" log --format=%H main)"
+
+# ---- deleted under the mount -------------------------------------------------------
+gone=$(echo $picks | cut -d' ' -f2)
+grel=$(repo_rel $gone)
+expect "repository $gone is read again (and so open)" check "$gone"
+expect "it is open" grep -qx "repository awake: $grel" "$M/.status"
+rm -rf "${D:?}/$grel"
+let_go() {
+	for _ in $(seq 50); do
+		grep -qx "repository awake: $grel" "$M/.status" || return 0
+		sleep 0.1
+	done
+	return 1
+}
+expect "deleted, it is let go of within seconds (its packs and cache closed)" let_go
+sleep 1.1	# entries live a second
+expect_fail "and it is gone from the mount" ls "$M/$grel/sha1"
 
 # ---- git daemon serves the forge ------------------------------------------------------
 PY=${PYTHON:-python3}
