@@ -548,7 +548,10 @@ int updater_stop(struct xfs *xfs);
 
 /* ---- the FUSE operations (ops.c) ------------------------------------------------ */
 
-/* The operations table of a single mount (ops.c). */
+/*
+ * The operations table of a single mount (ops.c), but for the writes,
+ * which xfs_ops_readonly() fills in (in a copy: libfuse copies it too).
+ */
 extern const struct fuse_lowlevel_ops xfs_ops;
 
 /*
@@ -591,7 +594,7 @@ int forge_new(struct forge **out, const struct forge_conf *conf);
 int forge_start(struct forge *f);
 /* Put every repository to sleep and free it all; -1 if a build still runs. */
 int forge_free(struct forge *f);
-extern const struct fuse_lowlevel_ops forge_ops;
+extern const struct fuse_lowlevel_ops forge_ops;	/* writes: as xfs_ops */
 
 /*
  * The number the kernel knows repository `slot`'s node `local` by,

@@ -171,6 +171,7 @@ int main(int argc, char **argv)
 	struct options o = { 0 };
 	struct xfs xfs;
 	struct forge *forge = NULL;
+	struct fuse_lowlevel_ops ops;
 	struct fuse_session *se = NULL;
 	struct fuse_loop_config *loop = NULL;
 	int ret = 1, mounted = 0, busy;
@@ -215,8 +216,10 @@ int main(int argc, char **argv)
 		fputs("xlatefs: out of memory\n", stderr);
 		goto out;
 	}
-	se = forge ? fuse_session_new(&args, &forge_ops, sizeof(forge_ops), forge) :
-		fuse_session_new(&args, &xfs_ops, sizeof(xfs_ops), &xfs);
+	ops = forge ? forge_ops : xfs_ops;
+	xfs_ops_readonly(&ops);
+	se = fuse_session_new(&args, &ops, sizeof(ops),
+			      forge ? (void *)forge : (void *)&xfs);
 	if (!se)
 		goto out;
 	if (fuse_set_signal_handlers(se))

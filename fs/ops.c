@@ -561,17 +561,5 @@ const struct fuse_lowlevel_ops xfs_ops = {
 	.getxattr = xfs_getxattr,
 	.listxattr = xfs_listxattr,
 	.statfs = xfs_statfs,
-	.setattr = xfs_setattr,
-	.mknod = xfs_mknod,
-	.mkdir = xfs_mkdir,
-	.unlink = xfs_unlink,
-	.rmdir = xfs_unlink,
-	.symlink = xfs_symlink,
-	.rename = xfs_rename,
-	.link = xfs_link,
-	.write = xfs_write,
-	.create = xfs_create,
-	.setxattr = xfs_setxattr,
-	.removexattr = xfs_removexattr,
-	.fallocate = xfs_fallocate,
+	/* the writes: xfs_ops_readonly() */
 };
