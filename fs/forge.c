@@ -1075,9 +1075,20 @@ static void own_read(fuse_req_t req, size_t size, off_t off,
 	struct forge_fh *h = (struct forge_fh *)(uintptr_t)fi->fh;
 	size_t o = off < 0 ? h->text.len : (uint64_t)off < h->text.len ?
 		(size_t)off : h->text.len;
+	size_t n = size < h->text.len - o ? size : h->text.len - o;
+	char *copy = malloc(n ? n : 1);
 
-	fuse_reply_buf(req, h->text.buf + o, size < h->text.len - o ?
-		       size : h->text.len - o);
+	/*
+	 * From a copy, never from the handle: a RELEASE on another thread
+	 * may free it while fuse_reply_buf() is still writing (as ops.c).
+	 */
+	if (!copy) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	memcpy(copy, h->text.buf + o, n);
+	fuse_reply_buf(req, copy, n);
+	free(copy);
 }
 
 static void forge_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
