@@ -90,6 +90,21 @@ int cache_open(struct cache **out, const char *path,
 	       const struct hash_algo *algo, unsigned flags,
 	       cache_warn_fn warn, void *warn_data);
 void cache_close(struct cache *cache);	/* rolls back an open batch */
+/*
+ * Page cache per connection, in KiB (a negative cache_size).  A batch
+ * of 130k objects dirties about 20 MiB of table and index pages; when
+ * they fit, sqlite writes each page once, at commit, instead of spilling
+ * and rewriting it mid-batch.  Pages are only allocated as used, so a
+ * reader connection stays small unless it walks the whole store.
+ */
+#define CACHE_PAGE_CACHE_KIB 65536
+
+/*
+ * The most this connection's page cache may hold, in KiB (at least 64;
+ * cache_open() gives CACHE_PAGE_CACHE_KIB, 64 MiB, which a build's
+ * batches want).  Pages are taken as used.  Returns 0 or XL_EIO.
+ */
+int cache_set_page_cache(struct cache *cache, unsigned kib);
 const char *cache_path(const struct cache *cache);	/* borrowed, until close */
 
 /*

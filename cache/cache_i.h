@@ -34,14 +34,6 @@ _Static_assert(CACHE_APP_ID == 0x786c6673, "application id is \"xlfs\"");
  */
 #define CACHE_BUSY_TIMEOUT_MS 10000
 
-/*
- * Page cache per connection, in KiB (a negative cache_size).  A batch
- * of 130k objects dirties about 20 MiB of table and index pages; when
- * they fit, sqlite writes each page once, at commit, instead of spilling
- * and rewriting it mid-batch.  Pages are only allocated as used, so a
- * reader connection stays small unless it walks the whole store.
- */
-#define CACHE_PAGE_CACHE_KIB 65536
 
 /* The prepared statements, one set per connection (see stmt_sql[]). */
 enum cache_stmt {

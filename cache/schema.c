@@ -917,6 +917,18 @@ int cache_open(struct cache **out, const char *path,
 	return 0;
 }
 
+int cache_set_page_cache(struct cache *cache, unsigned kib)
+{
+	char sql[64];
+	int rc;
+
+	snprintf(sql, sizeof(sql), "PRAGMA cache_size = -%u", kib < 64 ? 64 : kib);
+	if ((rc = exec(cache, sql)) != SQLITE_OK)
+		return err_set(XL_EIO, "%s: setting the page cache: %s",
+			       cache->path, sqlite3_errstr(rc));
+	return 0;
+}
+
 void cache_close(struct cache *cache)
 {
 	if (!cache)

@@ -102,6 +102,7 @@ int xfs_setup(struct xfs *xfs, const struct xfs_conf *conf)
 	xfs->status.state = XFS_BUILDING;
 	xfs->memo_bytes = conf->memo_bytes ? conf->memo_bytes : XFS_MEMO_BYTES;
 	xfs->pool_readers = conf->readers;
+	xfs->page_cache_kib = conf->page_cache_kib;
 	xfs->unknown_headers = conf->unknown_headers;
 	xfs->background = conf->background;
 	xfs->uid = getuid();

@@ -117,7 +117,10 @@ int xfs_pool_open(struct xfs *xfs)
 		return err_set(XL_ENOMEM, "out of memory");
 	for (unsigned i = 0; i < xfs->nr_readers; i++)
 		if ((ret = cache_open(&xfs->readers[i], xfs->cache_path,
-				      &hash_sha256, 0, xfs_cache_warn, xfs)))
+				      &hash_sha256, 0, xfs_cache_warn, xfs)) ||
+		    (xfs->page_cache_kib &&
+		     (ret = cache_set_page_cache(xfs->readers[i],
+						 xfs->page_cache_kib))))
 			return ret;
 	return 0;
 }

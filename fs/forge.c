@@ -93,6 +93,8 @@ struct forge {
 	char *root;		/* absolute, no trailing slash */
 	enum xlate_unknown unknown_headers;
 	unsigned max_open;
+	size_t memo_bytes;
+	unsigned page_cache_kib;
 	time_t mounted;
 	uid_t uid;
 	gid_t gid;
@@ -564,8 +566,8 @@ static int first_wake(struct forge *f, struct slot *sl, unsigned slot,
 	struct xfs_conf conf = {
 		.repo = sl->path,
 		.unknown_headers = f->unknown_headers,
-		/* enough for a repository among many; a single mount has 32 MiB */
-		.memo_bytes = 4u << 20,
+		.memo_bytes = f->memo_bytes,
+		.page_cache_kib = f->page_cache_kib,
 		.readers = 2,
 		.mounted = f->mounted,
 	};
@@ -1233,6 +1235,9 @@ int forge_new(struct forge **out, const struct forge_conf *conf)
 		return err_set(XL_ENOMEM, "out of memory");
 	f->unknown_headers = conf->unknown_headers;
 	f->max_open = conf->max_open ? conf->max_open : FORGE_MAX_OPEN;
+	f->memo_bytes = conf->memo_bytes ? conf->memo_bytes : FORGE_MEMO_BYTES;
+	f->page_cache_kib = conf->page_cache_kib ? conf->page_cache_kib :
+		FORGE_PAGE_CACHE_KIB;
 	f->mounted = time(NULL);
 	f->uid = getuid();
 	f->gid = getgid();

@@ -187,6 +187,7 @@ struct xfs {
 	int background;
 	size_t memo_bytes;
 	unsigned pool_readers;		/* sqlite readers; 0: by the CPUs */
+	unsigned page_cache_kib;	/* each reader's; 0: cache_open()'s */
 	/*
 	 * In a forge mount: the forge, this repository's slot in it, and
 	 * its path under the forge's root (log lines begin with it);
@@ -269,6 +270,7 @@ struct xfs_conf {
 	int background;
 	size_t memo_bytes;		/* 0: XFS_MEMO_BYTES */
 	unsigned readers;		/* sqlite readers; 0: by the CPUs */
+	unsigned page_cache_kib;	/* each reader's page cache; 0: 64 MiB */
 	time_t mounted;			/* 0: now */
 };
 
@@ -586,7 +588,12 @@ struct forge_conf {
 	const char *root;		/* as given */
 	enum xlate_unknown unknown_headers;
 	unsigned max_open;		/* repositories awake at once; 0: default */
+	size_t memo_bytes;		/* each repository's; 0: FORGE_MEMO_BYTES */
+	unsigned page_cache_kib;	/* each reader's; 0: FORGE_PAGE_CACHE_KIB */
 };
+/* A forge's repositories are many: each gets less than a single mount. */
+#define FORGE_MEMO_BYTES (4u << 20)
+#define FORGE_PAGE_CACHE_KIB (8u << 10)
 #define FORGE_MAX_OPEN 32
 
 int forge_new(struct forge **out, const struct forge_conf *conf);

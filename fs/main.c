@@ -34,6 +34,7 @@ struct options {
 	char *map;
 	char *unknown_headers;
 	unsigned max_open;
+	unsigned memo_mib, page_cache_mib;
 	int background;
 	int help, version;
 };
@@ -45,6 +46,8 @@ static const struct fuse_opt option_spec[] = {
 	OPT("--root=%s", root),
 	OPT("--root %s", root),
 	OPT("max_open=%u", max_open),
+	OPT("memo_mib=%u", memo_mib),
+	OPT("page_cache_mib=%u", page_cache_mib),
 	OPT("map=%s", map),
 	OPT("submodule_map=%s", map),	/* its first name */
 	OPT("unknown_headers=%s", unknown_headers),
@@ -70,6 +73,8 @@ static const char usage_text[] =
 	"    --root DIR, -o root=DIR    a forge: every repository under DIR\n"
 	"    -o max_open=N              with --root: repositories kept open while idle\n"
 	"                               (default 32)\n"
+	"    -o memo_mib=N              memory for recent SHA-1 names (default 32; 4 with --root)\n"
+	"    -o page_cache_mib=N        each sqlite reader's page cache (default 64; 8 with --root)\n"
 	"    -o cache=FILE              the translation cache (default: beside the repository)\n"
 	"    -o map=FILE                SHA-1 names of objects the repository lacks\n"
 	"                               (submodule commits, a partial or shallow clone's)\n"
@@ -136,8 +141,17 @@ static int prepare(struct options *o, struct xfs *xfs, struct forge **forge)
 
 	if ((ret = parse_unknown(o->unknown_headers, &unknown)))
 		return ret;
+	if (o->memo_mib > 4096 || o->page_cache_mib > 4096)
+		return err_set(XL_EINVALID, "memo_mib= and page_cache_mib= "
+			       "take at most 4096 (MiB)");
 	if (o->root) {
-		struct forge_conf fc = { o->root, unknown, o->max_open };
+		struct forge_conf fc = {
+			.root = o->root,
+			.unknown_headers = unknown,
+			.max_open = o->max_open,
+			.memo_bytes = (size_t)o->memo_mib << 20,
+			.page_cache_kib = o->page_cache_mib << 10,
+		};
 
 		if (o->repo)
 			return err_set(XL_EINVALID, "--root %s and a repository "
@@ -157,6 +171,8 @@ static int prepare(struct options *o, struct xfs *xfs, struct forge **forge)
 		.map = o->map,
 		.unknown_headers = unknown,
 		.background = o->background,
+		.memo_bytes = (size_t)o->memo_mib << 20,
+		.page_cache_kib = o->page_cache_mib << 10,
 	};
 
 	if ((ret = xfs_setup(xfs, &conf)))

@@ -121,6 +121,12 @@ int text_status(struct xfs *xfs, struct buf *out)
 		(unsigned long long)s.pending, s.rate,
 		(unsigned long long)hidden, (unsigned long long)s.builds,
 		xfs->cache_path, xfs->repo_path);
+	if (!ret)
+		ret = buf_addf(out, "memory: memo %zu MiB, sqlite page cache up to "
+			       "%u MiB for each of %u readers\n",
+			       xfs->memo_bytes >> 20, (xfs->page_cache_kib ?
+			       xfs->page_cache_kib : CACHE_PAGE_CACHE_KIB) >> 10,
+			       xfs->nr_readers);
 	if (!ret && s.error[0])
 		ret = buf_addf(out, "error: %s\n", s.error);
 	/* why objects have no name, a line a cause */

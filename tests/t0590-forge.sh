@@ -160,6 +160,10 @@ back_in_bound() {
 	return 1
 }
 expect "idle, at most $MAX stay awake" back_in_bound
+# (of the last one read: the first must stay asleep for the test below)
+expect "a forge's repository takes less memory: its status says how much" \
+	grep -qx "memory: memo 4 MiB, sqlite page cache up to 8 MiB for each of 2 readers" \
+	"$M/$(repo_rel "$(echo $picks | cut -d' ' -f$PICK)")/status"
 expect "the others were put to sleep" \
 	test "$(status_field 'put to sleep')" -ge $((PICK - MAX))
 # descriptors: the FUSE device, the log, and what $MAX repositories hold
@@ -249,4 +253,16 @@ kill "$(cat "$TRASH/daemon.pid")" 2>/dev/null
 
 xl_umount "$M"
 expect "no error in the daemon's log" sh -c "! grep -i 'error\|warning' '$M.log'"
+
+# ---- memory, as a single mount is told -------------------------------------------
+S=$TRASH/single
+one=$D/$(repo_rel 2)
+xl_mount "$one" "$S" -o memo_mib=1,page_cache_mib=2 || { test_done; exit 1; }
+expect "a single mount takes memo_mib= and page_cache_mib=, and says so" \
+	grep -qx "memory: memo 1 MiB, sqlite page cache up to 2 MiB for each of [0-9]* readers" "$S/status"
+expect "and still serves its repository" \
+	test "$(git --git-dir="$S/sha1" for-each-ref)" = "$(git --git-dir="$T/2.git" for-each-ref)"
+xl_umount "$S"
+expect_fail "memo_mib= past 4096 is refused" \
+	"$XLATEFS" -f -o memo_mib=5000 "$one" "$TRASH/nowhere"
 test_done
