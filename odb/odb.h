@@ -345,6 +345,14 @@ struct odb_place {
 	uint64_t base;
 };
 int odb_place(struct odb *odb, const struct oid *oid, struct odb_place *out);
+/*
+ * The object stored at `offset` of `pack` (odb_place()'s, for the same
+ * odb), into out: for the build, which reads a tree's delta base by
+ * where it is (mostly from the delta-base cache, since reading the tree
+ * just rebuilt it).  Returns 0, XL_ENOMEM, XL_ECORRUPT or XL_ETOOBIG.
+ */
+int odb_read_placed(struct odb *odb, const void *pack, uint64_t offset,
+		    enum obj_type *type, struct buf *out);
 
 struct odb_pack_info {
 	const char *path;		/* the .pack file */

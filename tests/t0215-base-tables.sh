@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
-# t0215-base-tables.sh: the build's shortcut for large repositories
-# changes nothing it stores.
+# t0215-base-tables.sh: the build's shortcuts change nothing it stores.
 #
 # Where its table of names outgrows the processor's caches, the build
 # names a tree stored as a delta with the help of its delta base (the
@@ -8,11 +7,16 @@
 # delta while both forms are at hand (build.c, struct formcache).
 # XLATE_TEST_BASE_TABLES=1 forces that on small repositories, =0 off,
 # =small on with 1 MiB of recent forms, which they leave all the time.
-# On generated histories, twins in every storage shape, and fixtures,
-# all three ways give the same names, the same refusals, and the same SHA-1
-# packs to the byte (layout, .idx, trailer); and with it on, the walk
-# did make most tree deltas itself (so the test cannot pass by the
-# shortcut never being taken).
+# Whatever the base tables, the walk makes the other tree deltas from
+# the two trees' native forms (build.c, native_delta());
+# XLATE_TEST_WALK_DELTAS=0 turns that off, and then the layout makes
+# every delta from the two SHA-1 forms, as readers of the pack do: the
+# way the others must agree with ("layout" below).  On generated
+# histories, twins in every storage shape, and fixtures, all four ways
+# give the same names, the same refusals, and the same SHA-1 packs to
+# the byte (layout, .idx, trailer); and the walk did make the tree
+# deltas itself (so the test cannot pass by the shortcuts never being
+# taken).
 . "$(dirname "$0")/lib.sh"
 
 # dump CACHE: what a build stored, as text
@@ -28,10 +32,13 @@ dump() {
 same() {
 	name=$1 repo=$2
 	shift 2
-	for v in 0 1 small; do
+	for v in layout 0 1 small; do
 		rm -f "$TRASH/c$v.sqlite"*
 		rc=0
-		XLATE_TEST_BASE_TABLES=$v "$XL" -C "$repo" --cache "$TRASH/c$v.sqlite" "$@" build -v \
+		walk=1 tables=$v
+		[ $v != layout ] || walk=0 tables=0
+		XLATE_TEST_BASE_TABLES=$tables XLATE_TEST_WALK_DELTAS=$walk \
+			"$XL" -C "$repo" --cache "$TRASH/c$v.sqlite" "$@" build -v \
 			>"$TRASH/build$v" 2>&1 || rc=$?
 		# (a sanitizer's report makes it exit non-zero too)
 		expect "$name: the build exits 0 (base tables $v)" test $rc = 0
@@ -42,10 +49,12 @@ same() {
 	*loose) ;;	# no pack, no layout
 	*) expect "$name: (the layouts are there)" grep -q "^[0-9a-f]*|[0-9A-F]\{40\}|" "$TRASH/dump1" ;;
 	esac
-	same_file "$name: the same names, refusals and SHA-1 packs, byte for byte" \
-		"$TRASH/dump0" "$TRASH/dump1"
+	same_file "$name: deltas from native forms: the same names, refusals and SHA-1 packs, byte for byte" \
+		"$TRASH/dumplayout" "$TRASH/dump0"
+	same_file "$name: the same with base tables" \
+		"$TRASH/dumplayout" "$TRASH/dump1"
 	same_file "$name: the same with 1 MiB of recent forms (they leave it all the time)" \
-		"$TRASH/dump0" "$TRASH/dumpsmall"
+		"$TRASH/dumplayout" "$TRASH/dumpsmall"
 }
 
 # a history with many versions of each directory, so that trees are deltas
@@ -56,12 +65,30 @@ git init -q --bare --object-format=sha256 "$G"
 # the one before, the other way round from pack-objects and from the walk
 git -C "$G" repack -adfq --depth=50 --window=10
 same "generated history" "$G"
-made=$(sed -n 's/.*SHA-1 packs: \([0-9]*\) tree deltas, \([0-9]*\) of them made while naming/\1 \2/p' "$TRASH/build1")
+# made V: "deltas made-while-naming" as build V said
+made() {
+	sed -n 's/.*SHA-1 packs: \([0-9]*\) tree deltas, \([0-9]*\) of them made while naming/\1 \2/p' "$TRASH/build$1"
+}
+made=$(made 1)
 expect "(the SHA-1 pack has tree deltas: ${made% *})" test "${made% *}" -gt 300
 expect "with base tables, the walk made most of them itself (${made#* } of ${made% *})" \
 	test "$((${made#* } * 10))" -ge "$((${made% *} * 7))"
-made0=$(sed -n 's/.*SHA-1 packs: \([0-9]*\) tree deltas, \([0-9]*\) of them made while naming/\2/p' "$TRASH/build0")
-expect "without, none ($made0)" test "$made0" = 0
+made=$(made 0)
+expect "without, from the native forms, all of them (${made#* } of ${made% *})" \
+	test "${made#* }" = "${made% *}"
+made=$(made layout)
+expect "with neither, none (${made#* })" test "${made#* }" = 0
+
+# fast-import's own pack: each version a delta against the one before,
+# so the walk meets every base after the tree (base tables cannot help)
+F=$TRASH/fi.git
+git init -q --bare --object-format=sha256 "$F"
+"$XL_TOP/tests/gen-history.sh" --commits 300 --files 40 | git -C "$F" fast-import --quiet
+same "fast-import's pack" "$F"
+made=$(made 0)
+expect "(fast-import's pack has tree deltas: ${made% *})" test "${made% *}" -gt 100
+expect "from the native forms, the walk made all of them (${made#* } of ${made% *})" \
+	test "${made#* }" = "${made% *}"
 
 T=$TRASH/tw
 twins "$T"

@@ -128,15 +128,22 @@ M=$TRASH/m-live
 if xl_mount "$L" "$M"; then
 	old=$(ls "$M"/sha1/objects/pack/*.pack | head -1)
 	# a reader that opens the old pack, waits, then reads it whole
-	python3 - "$old" "$TRASH/held" "$TRASH/go" <<'EOF' &
+	python3 - "$old" "$TRASH/held" "$TRASH/go" "$TRASH/opened" <<'EOF' &
 import os, sys, time
 f = open(sys.argv[1], 'rb')
+open(sys.argv[4], 'w').close()
 while not os.path.exists(sys.argv[3]):
     time.sleep(0.05)
 open(sys.argv[2], 'wb').write(f.read())
 EOF
 	holder=$!
-	sleep 0.5
+	# repack only once it holds the pack open (a loaded machine is slow
+	# to start python)
+	n=0
+	while [ ! -e "$TRASH/opened" ] && kill -0 $holder 2>/dev/null && [ $n -lt 300 ]; do
+		n=$((n + 1))
+		sleep 0.1
+	done
 	cp "$old" "$TRASH/old.copy"
 	git --git-dir="$L" repack -adq
 	git --git-dir="$L" prune-packed

@@ -296,18 +296,22 @@ static void writer_stop(struct writer *w)
 /*
  * The SHA-1 forms the walk made, kept for the layout that follows it
  * (xlate_build_opts.pack1): laying a pack out needs the SHA-1 form of
- * every tree, commit and tag in it, and reading them back costs a
- * fraction of converting them again (on the bench repository the second
- * conversion was half the layout's time).  They go to an unlinked file
- * beside the cache, not to memory: the forms of a large history run to
- * hundreds of megabytes.  Any failure to write or read it only turns
- * the layout back to converting.
+ * every commit, tag and whole tree in it, and the SHA-1 pack's delta of
+ * every tree stored as a delta, and reading them back costs a fraction
+ * of converting them again (on the bench repository the second
+ * conversion was half the layout's time).  The walk makes those deltas
+ * itself (native_delta()), so the spill holds a hundred bytes or so for
+ * most trees: 12.5 MB on the bench repository, where the whole forms
+ * were 150 MB.  They go to an unlinked file beside the cache, not to
+ * memory: the forms of a large history still run to hundreds of
+ * megabytes.  Any failure to write or read it only turns the layout
+ * back to converting.
  */
 #define SPILL_FLUSH ((size_t)1 << 20)
 /*
  * The forms are uncompressed, so the file can be many times the size
- * of the pack (trees are stored whole, unless the walk made their
- * delta: struct formcache): it may take at most this much, and at most
+ * of the pack (commits, and trees the native pack stores whole, or
+ * whose delta would not be smaller): it may take at most this much, and at most
  * a quarter of the space free when the build starts, so that it never
  * starves the cache beside it.  Forms past the limit are converted
  * again by the layout.
@@ -349,12 +353,12 @@ struct spill_out {
  * by SHA-256 name, answer the lookups of every entry the two trees
  * share (base_prepare(), base_name()): at a million objects the build's
  * own table misses memory on every probe, and those probes were half
- * the build's processor time.  And the walk makes the SHA-1 pack's
- * delta (xlate_tree_delta) at once: the spill keeps that, a hundred
- * bytes or so instead of the whole tree, and the layout need not read
- * back or convert either form.  (A pack that fast-import wrote has it
- * the other way round, each version against the one before; there the
- * bases mostly come too late, and the build does as without them.)
+ * the build's processor time.  With the base's SHA-1 form at hand, the
+ * walk makes the SHA-1 pack's delta from the two SHA-1 forms; without
+ * it, from the native forms (native_delta()), which gives the same
+ * bytes.  (A pack that fast-import wrote has it the other way round,
+ * each version against the one before; there the bases mostly come too
+ * late for the table, and the lookups go to the build's own.)
  * At most FORMS_MAX trees and FORMS_BYTES of forms, oldest out first,
  * shared by the walkers under its own lock; a form is copied out, never
  * lent.
@@ -418,6 +422,8 @@ struct build {
 	struct pack_mark *packs;	/* packs to mark finished at the end */
 	size_t nr_packs, alloc_packs;
 	int cache_empty;		/* no lookups needed when nothing is stored */
+	int native_deltas;		/* the walk makes tree deltas from the
+					   native forms (native_delta()) */
 	int collided;			/* guarded by names_lock: a named
 					   object was refused afterwards */
 	atomic_size_t nr_unreadable;	/* entries marked XMAP_F_UNREADABLE */
@@ -2050,26 +2056,68 @@ struct spill_delta {
 };
 
 /*
+ * The SHA-1 pack's delta for tree i, worked out from the native forms
+ * (xlate_tree_delta_native()): its own (content) and its delta base's,
+ * read back by where it is stored.  Reading the tree rebuilt the base a
+ * moment ago, so that is mostly a copy out of the delta-base cache.  So
+ * the walk makes every tree delta, whenever the base is named (pack-
+ * objects deltifies older against newer, fast-import newer against
+ * older: the walk meets the bases late in one and early in the other),
+ * and the layout reads back a hundred bytes instead of the two forms.
+ * 0: made, in w->delta; else there is none here, for any reason, and
+ * the layout makes it if it pays.
+ */
+static int native_delta(struct walker *w, uint32_t i, const struct oid *oid,
+			const struct buf *content)
+{
+	struct build *b = w->b;
+	enum obj_type type;
+
+	if (!b->native_deltas || w->s->nodes[i].has_gitlink)
+		return -1;
+	if (!w->place.pack && (odb_place(b->odb, oid, &w->place) || !w->place.pack)) {
+		err_clear();	/* loose, or gone */
+		w->place.pack = NULL;
+		return -1;
+	}
+	if (w->place.base == ODB_NO_PLACE)
+		return -1;
+	if (odb_read_placed(b->odb, w->place.pack, w->place.base, &type,
+			    &w->base256) || type != OBJ_TREE ||
+	    xlate_tree_delta_native(repo_algo(b->repo), &w->base256, content,
+				    &w->conv, &w->delta)) {
+		err_clear();
+		return -1;
+	}
+	return 0;
+}
+
+/*
  * What the spill keeps of entry i, named with the SHA-1 form in w->conv
- * (`content` its own form): that form, or, for a tree stored as a delta
- * whose base was named a moment ago (w->has_base), the SHA-1 pack's
- * delta when it is smaller (*is_delta then 1).  A tree's two forms go
- * to b->forms, as a base for others.
+ * (`content` its own form): that form, or, for a tree stored as a delta,
+ * the SHA-1 pack's delta when it is smaller (*is_delta then 1): from the
+ * base's SHA-1 form when it was named a moment ago (w->has_base), else
+ * from the native forms.  A tree's two forms go to b->forms, as a base
+ * for others.
  */
 static const struct buf *spill_payload(struct walker *w, uint32_t i,
+				       const struct oid *oid,
 				       const struct buf *content, int *is_delta)
 {
 	struct build *b = w->b;
 	struct spill_delta sd;
+	int ret;
 
 	*is_delta = 0;
-	if (b->map.entries[i].type != OBJ_TREE || !b->forms.slot || !w->place.pack)
+	if (b->map.entries[i].type != OBJ_TREE || b->spill.fd < 0)
 		return &w->conv;
-	forms_put(&b->forms, w->place.pack, w->place.offset, content, &w->conv);
-	if (!w->has_base)
-		return &w->conv;
-	if (xlate_tree_delta(&w->base_form, &w->conv, &w->delta) ||
-	    w->delta.len >= w->conv.len) {
+	if (b->forms.slot && w->place.pack)
+		forms_put(&b->forms, w->place.pack, w->place.offset, content, &w->conv);
+	if (w->has_base)
+		ret = xlate_tree_delta(&w->base_form, &w->conv, &w->delta);
+	else
+		ret = native_delta(w, i, oid, content);
+	if (ret || w->delta.len >= w->conv.len) {
 		err_clear();	/* no delta, or not a smaller one */
 		return &w->conv;
 	}
@@ -2158,7 +2206,7 @@ static int walk_named(struct walker *w, uint32_t i, const struct buf *content)
 	int ret, is_delta;
 
 	entry_oid(b, i, &oid);
-	payload = spill_payload(w, i, content, &is_delta);
+	payload = spill_payload(w, i, &oid, content, &is_delta);
 	hash_object(&hash_sha1, type_name((enum obj_type)e->type), w->conv.buf,
 		    w->conv.len, &sha1);
 	pthread_mutex_lock(&b->names_lock);
@@ -3052,6 +3100,10 @@ int xlate_build(struct repo *repo, struct cache *cache,
 
 	if (opts->pack1) {
 		size_t arena = forms_bytes(&b);
+		const char *walk = getenv("XLATE_TEST_WALK_DELTAS");
+
+		/* the tests compare it with the layout making every delta */
+		b.native_deltas = !walk || strcmp(walk, "0");
 
 		spill_open(&b.spill, cache_path(cache));
 		if (b.spill.fd >= 0 && arena && (ret = forms_init(&b.forms, arena)))

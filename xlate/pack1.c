@@ -259,42 +259,63 @@ static int form_get(const struct pack1_ctx *c, struct forms *fs,
  * same bytes come out at layout and at every read.  The native pack
  * chose the base; the delta is ours, since the native one copies bytes
  * of SHA-256 names.
+ *
+ * The same delta can be worked out from the two trees' native forms
+ * (xlate_tree_delta_native), which the build's walk has at hand when it
+ * names t, long before b is named: two entries are equal in SHA-1 form
+ * exactly when they are equal in native form, since each native name
+ * has one SHA-1 name and no two have the same (a collision is refused,
+ * and so is everything that refers to it), and a SHA-1 entry is its
+ * native entry 12 bytes shorter.  Gitlinks are the exception: the
+ * submodule map may give two commits one name, so a tree that holds one
+ * is not deltified that way.  So the entries are described by where
+ * they lie in the SHA-1 form (start, len), which the delta speaks of,
+ * and by the bytes they are compared by (at, cmp_len), in whichever
+ * form was parsed.
  */
 struct tree_ent {
-	uint32_t start, len;	/* in the tree */
+	uint32_t start, len;	/* in the SHA-1 form */
+	uint32_t at, cmp_len;	/* the entry in the form parsed */
 	uint32_t hash;
 };
 
-/* The entries of a SHA-1 tree (trusted: we converted it), into *out. */
-static int tree_entries(const struct buf *t, struct tree_ent **out, size_t *nr)
+/*
+ * The entries of a tree whose object names are rawsz bytes long
+ * (trusted: we converted it, or the walk parsed it already), into *out.
+ */
+static int tree_entries(const struct buf *t, size_t rawsz,
+			struct tree_ent **out, size_t *nr)
 {
 	const unsigned char *p = (const unsigned char *)t->buf, *end = p + t->len;
-	size_t n = 0, alloc = 0;
+	size_t n = 0, alloc = 0, shrink = rawsz - 20;
 	struct tree_ent *e = NULL;
 
 	while (p < end) {
 		const unsigned char *nul = memchr(p, '\0', (size_t)(end - p));
 
-		if (!nul || (size_t)(end - nul) < 21) {
+		if (!nul || (size_t)(end - nul) < rawsz + 1) {
 			free(e);
-			return err_set(XL_ECORRUPT, "a SHA-1 tree that does not parse");
+			return err_set(XL_ECORRUPT, "a tree that does not parse");
 		}
 		if (ARRAY_GROW(e, n, alloc, 64)) {
 			free(e);
 			return err_set(XL_ENOMEM, "out of memory");
 		}
-		e[n].start = (uint32_t)(p - (const unsigned char *)t->buf);
-		e[n].len = (uint32_t)(nul + 21 - p);
+		e[n].at = (uint32_t)(p - (const unsigned char *)t->buf);
+		e[n].cmp_len = (uint32_t)(nul + 1 + rawsz - p);
+		e[n].start = (uint32_t)(e[n].at - n * shrink);
+		e[n].len = (uint32_t)(e[n].cmp_len - shrink);
 		/*
 		 * The object's name is a hash already: four of its bytes
 		 * and the entry's length spread entries well enough (the
-		 * same blob under two names is told apart by memcmp).
+		 * same blob under two names is told apart by memcmp).  Which
+		 * hash it is plays no part in the delta made.
 		 */
 		e[n].hash = ((uint32_t)nul[1] << 24 | (uint32_t)nul[2] << 16 |
 			     (uint32_t)nul[3] << 8 | nul[4]) ^
-			    e[n].len * 2654435761u;
+			    e[n].cmp_len * 2654435761u;
 		n++;
-		p = nul + 21;
+		p = nul + 1 + rawsz;
 	}
 	*out = e;
 	*nr = n;
@@ -337,7 +358,13 @@ static int put_insert(struct buf *out, const char *p, size_t len)
 
 #define COPY_MAX 0xffffffu	/* what one copy instruction can say */
 
-int xlate_tree_delta(const struct buf *b, const struct buf *t, struct buf *out)
+/*
+ * The delta from base b to tree t, both parsed with names rawsz bytes
+ * long, whose inserts are taken from t1, t's SHA-1 form (t itself when
+ * rawsz is 20).
+ */
+static int tree_delta(const struct buf *b, const struct buf *t,
+		      const struct buf *t1, size_t rawsz, struct buf *out)
 {
 	struct tree_ent *be = NULL, *te = NULL;
 	size_t nb = 0, nt = 0, cap = 16;
@@ -350,8 +377,14 @@ int xlate_tree_delta(const struct buf *b, const struct buf *t, struct buf *out)
 	buf_reset(out);
 	if (b->len > UINT32_MAX || t->len > UINT32_MAX)
 		return err_set(XL_ETOOBIG, "a tree over 4 GiB");
-	if ((ret = tree_entries(b, &be, &nb)) || (ret = tree_entries(t, &te, &nt)))
+	if ((ret = tree_entries(b, rawsz, &be, &nb)) ||
+	    (ret = tree_entries(t, rawsz, &te, &nt)))
 		goto out;
+	if (t1->len != t->len - nt * (rawsz - 20)) {
+		ret = err_set(XL_ECORRUPT, "a SHA-1 tree that is not its native "
+			      "tree's form");
+		goto out;
+	}
 	while (cap < 2 * nb)
 		cap *= 2;
 	if (!(slots = malloc(cap * sizeof(*slots)))) {
@@ -366,7 +399,8 @@ int xlate_tree_delta(const struct buf *b, const struct buf *t, struct buf *out)
 			k = (k + 1) & (cap - 1);
 		slots[k] = (uint32_t)i;
 	}
-	if ((ret = buf_add_varint(out, b->len)) || (ret = buf_add_varint(out, t->len)))
+	if ((ret = buf_add_varint(out, b->len - nb * (rawsz - 20))) ||
+	    (ret = buf_add_varint(out, t1->len)))
 		goto out;
 	for (size_t i = 0; i <= nt && !ret; i++) {
 		uint32_t found = UINT32_MAX;
@@ -377,9 +411,9 @@ int xlate_tree_delta(const struct buf *b, const struct buf *t, struct buf *out)
 				const struct tree_ent *c = &be[slots[k]];
 
 				/* the first match in base order: one answer */
-				if (c->hash == te[i].hash && c->len == te[i].len &&
-				    !memcmp(b->buf + c->start, t->buf + te[i].start,
-					    c->len) &&
+				if (c->hash == te[i].hash && c->cmp_len == te[i].cmp_len &&
+				    !memcmp(b->buf + c->at, t->buf + te[i].at,
+					    c->cmp_len) &&
 				    (found == UINT32_MAX || slots[k] < found))
 					found = slots[k];
 			}
@@ -395,7 +429,7 @@ int xlate_tree_delta(const struct buf *b, const struct buf *t, struct buf *out)
 			break;
 		run_len = 0;
 		if (found != UINT32_MAX) {
-			if (ins_len && (ret = put_insert(out, t->buf + ins_start, ins_len)))
+			if (ins_len && (ret = put_insert(out, t1->buf + ins_start, ins_len)))
 				break;
 			ins_len = 0;
 			run_off = be[found].start;
@@ -407,7 +441,7 @@ int xlate_tree_delta(const struct buf *b, const struct buf *t, struct buf *out)
 		}
 	}
 	if (!ret && ins_len)
-		ret = put_insert(out, t->buf + ins_start, ins_len);
+		ret = put_insert(out, t1->buf + ins_start, ins_len);
 out:
 	if (ret)
 		buf_reset(out);
@@ -415,6 +449,20 @@ out:
 	free(be);
 	free(te);
 	return ret;
+}
+
+int xlate_tree_delta(const struct buf *b, const struct buf *t, struct buf *out)
+{
+	return tree_delta(b, t, t, 20, out);
+}
+
+int xlate_tree_delta_native(const struct hash_algo *algo, const struct buf *b,
+			    const struct buf *t, const struct buf *t1,
+			    struct buf *out)
+{
+	if (algo->rawsz < 20)
+		return err_set(XL_EUNSUPPORTED, "names shorter than SHA-1's");
+	return tree_delta(b, t, t1, algo->rawsz, out);
 }
 
 /*

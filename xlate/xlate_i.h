@@ -85,6 +85,15 @@ void xmap_set_bad(struct xmap_entry *e, const char *reason);
  * and every later read make the same bytes.
  */
 int xlate_tree_delta(const struct buf *b, const struct buf *t, struct buf *out);
+/*
+ * The same delta worked out from the native forms b and t (names of
+ * algo->rawsz bytes) and t1, t's SHA-1 form: byte for byte what
+ * xlate_tree_delta() makes of the two SHA-1 forms, for trees that hold
+ * no gitlink (see pack1.c).
+ */
+int xlate_tree_delta_native(const struct hash_algo *algo, const struct buf *b,
+			    const struct buf *t, const struct buf *t1,
+			    struct buf *out);
 
 /* Keep what a build found missing in the cache (missing.c). */
 struct cache;

@@ -16,6 +16,8 @@
 #   fuzz-submodule-map  the fixtures' submodule maps
 #   fuzz-compat       loose-object-idx files naming the objects
 #                     fuzz-compat's cache knows, and others
+#   fuzz-tree-delta   pairs of trees: one entry changed, entries moved
+#                     and repeated, long names, an empty side
 #   fuzz-alternates   a few alternates files (absolute, relative,
 #                     comments, a loop back)
 #   fuzz-cache        caches git xlate builds for two fixtures
@@ -32,7 +34,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/xl-seed.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 for t in idx pack loose packed-refs reftable config object delta \
-	submodule-map alternates cache loose-ref resolve compat; do
+	submodule-map alternates cache loose-ref resolve compat tree-delta; do
 	mkdir -p "$out/fuzz-$t"
 done
 
@@ -136,6 +138,25 @@ printf '# loose-object-idx\n%s %s\n%s %s\n%s %s\n%s %s\n%s %s\nnot a pair\n' \
 	"$one" "$b" "$bad" "$a" "$later" "$a" "$gone" "$b" "$one" "$a" \
 	>"$out/fuzz-compat/every-class"
 printf '%s %s\n' "$one" "$a" >"$out/fuzz-compat/no-header"
+
+# fuzz-tree-delta: (mode, name, object) triples, base 0xff target
+python3 - "$out/fuzz-tree-delta" <<'PY'
+import sys
+d = sys.argv[1]
+def tree(es):
+    return bytes(b for e in es for b in e)
+base = [(0, n, n) for n in range(12)]
+seeds = {
+    'one-changed': (base, base[:5] + [(0, 5, 9)] + base[6:]),
+    'moved-repeated': (base, base[6:] + base[:6] + [(1, 30, 3), (0, 31, 3)]),
+    'long-names': ([(0, 0xc1 + n, n) for n in range(8)],
+                   [(0, 0xc1 + n, n ^ (n == 4)) for n in range(8)]),
+    'empty-base': ([], base),
+    'empty-target': (base, []),
+}
+for name, (b, t) in seeds.items():
+    open(d + '/' + name, 'wb').write(tree(b) + b'\xff' + tree(t))
+PY
 
 for m in "$top"/tests/fixtures/*.submodule-map.tsv; do
 	[ -f "$m" ] && cp "$m" "$out/fuzz-submodule-map/$(basename "$m" .tsv)"

@@ -1,0 +1,77 @@
+/*
+ * fuzz-tree-delta.c: the SHA-1 pack's tree deltas (xlate/pack1.c).  The
+ * build's walk works a delta out from the two trees' native forms
+ * (xlate_tree_delta_native()); readers of the pack make it again from
+ * the two SHA-1 forms (xlate_tree_delta()).  A layout is only good if
+ * both make the same bytes, so: for a base and a target tree described
+ * by the input, both ways give the same delta, and that delta, applied
+ * to the base's SHA-1 form, makes the target's.
+ *
+ * Input: entries of three bytes (mode, name, object), the base's, then
+ * 0xff, then the target's.  Names and objects come from small pools, so
+ * that the two trees share entries, in and out of order, and the same
+ * object shows under several names; a name byte over 0xc0 takes a long
+ * name, past one insert instruction's 127 bytes.  The SHA-256 names of
+ * the pool differ in their first 20 bytes, which are their SHA-1 names:
+ * one SHA-1 name each, as the build's refusal of collisions ensures.
+ */
+#include "fuzz.h"
+#include "../../xlate/xlate_i.h"
+
+static const char *const modes[] = { "100644", "100755", "40000", "120000" };
+
+/* Entry (m, n, o) of a tree with names rawsz bytes long, into t. */
+static int add_entry(struct buf *t, size_t rawsz, uint8_t m, uint8_t n,
+		     uint8_t o)
+{
+	unsigned char name[32];
+	char path[200];
+
+	if (n > 0xc0)
+		snprintf(path, sizeof(path), "%0150u", (unsigned)n);
+	else
+		snprintf(path, sizeof(path), "f%u", (unsigned)(n % 24));
+	for (int i = 0; i < 32; i++)
+		name[i] = (unsigned char)((o % 16) * 16 + i);
+	return buf_addf(t, "%s %s", modes[m % 4], path) ?:
+	       buf_addch(t, '\0') ?: buf_add(t, name, rawsz);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct buf b256 = BUF_INIT, t256 = BUF_INIT, b1 = BUF_INIT, t1 = BUF_INIT;
+	struct buf d1 = BUF_INIT, dn = BUF_INIT, made = BUF_INIT;
+	struct buf *into256 = &b256, *into1 = &b1;
+	int r1, rn;
+
+	if (size > 3 * 2000)
+		return 0;
+	for (size_t i = 0; i < size;) {
+		if (data[i] == 0xff) {
+			into256 = &t256;
+			into1 = &t1;
+			i++;
+			continue;
+		}
+		if (size - i < 3)
+			break;
+		fuzz_check(!add_entry(into256, 32, data[i], data[i + 1], data[i + 2]));
+		fuzz_check(!add_entry(into1, 20, data[i], data[i + 1], data[i + 2]));
+		i += 3;
+	}
+	r1 = xlate_tree_delta(&b1, &t1, &d1);
+	rn = xlate_tree_delta_native(&hash_sha256, &b256, &t256, &t1, &dn);
+	fuzz_check(!r1 && !rn);
+	fuzz_check(d1.len == dn.len && !memcmp(d1.buf, dn.buf, d1.len));
+	fuzz_check(!delta_apply((const unsigned char *)b1.buf, b1.len,
+				(const unsigned char *)d1.buf, d1.len, &made));
+	fuzz_check(made.len == t1.len && !memcmp(made.buf, t1.buf, t1.len));
+	buf_release(&b256);
+	buf_release(&t256);
+	buf_release(&b1);
+	buf_release(&t1);
+	buf_release(&d1);
+	buf_release(&dn);
+	buf_release(&made);
+	return 0;
+}
