@@ -950,17 +950,28 @@ static int lookup(struct build *b, const struct oid *oid,
 
 /*
  * Consecutive trees of a history mostly list the same entries, and the
- * walk converts them one after the other; a small direct-mapped cache of
- * names already found, sized to stay in the processor's cache, answers
- * most lookups without touching the big table (which misses memory every
- * time).  Only final answers (named objects) go in.
+ * walk converts them one after the other; a direct-mapped cache of names
+ * already found, per walker, answers most lookups without touching the
+ * big table (which misses memory every time).  Only final answers (named
+ * objects) go in.  It must hold a few versions of the widest directory:
+ * at a million objects with directories of thousands of files, 8192
+ * slots thrashed, and going to 131072 (6.8 MB a walker, in the last-level
+ * cache still) took the walk from 66 s to 38-47 s, the build's processor
+ * time from 131 s to 79-94 s.
  */
-#define RECENT_SLOTS 8192	/* power of two */
+#define RECENT_SLOTS 131072	/* power of two, at most 2^24 */
 
 struct recent {
 	unsigned char key[32];
 	unsigned char sha1[20];
 };
+
+/* A name is a hash already: its first bytes pick its slot. */
+static inline size_t recent_slot(const struct oid *oid)
+{
+	return ((size_t)oid->hash[0] | (size_t)oid->hash[1] << 8 |
+		(size_t)oid->hash[2] << 16) & (RECENT_SLOTS - 1);
+}
 
 /* A reference the repository lacks (see scan_refusal()). */
 struct missing_ref {
@@ -1077,7 +1088,7 @@ static int build_map(void *data, const struct oid *in, struct oid *out)
 {
 	struct walker *w = data;
 	struct recent *r = w->recent ?
-		&w->recent[(in->hash[0] | in->hash[1] << 8) & (RECENT_SLOTS - 1)] : NULL;
+		&w->recent[recent_slot(in)] : NULL;
 	struct xmap_entry *e, copy;
 	char hex[OID_HEXSZ_MAX + 1];
 	uint8_t state;
@@ -1745,8 +1756,7 @@ static int collect_dep(void *data, enum xlate_ref_kind kind,
 	if (base_name(w, oid, NULL))
 		return 0;
 	/* named recently (a subtree the last commit had too): settled */
-	if (!memcmp(w->recent[(oid->hash[0] | oid->hash[1] << 8) &
-			      (RECENT_SLOTS - 1)].key, oid->hash, 32))
+	if (!memcmp(w->recent[recent_slot(oid)].key, oid->hash, 32))
 		return 0;
 	e = xmap_get(&w->b->map, oid);
 	/* only objects of this build still to be named hold the walk up */
