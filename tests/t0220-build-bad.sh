@@ -293,6 +293,18 @@ if [ $have_sqlite = 1 ]; then
 		ok "a SHA-1 form whose size is not the cache's is refused" ||
 		{ not_ok "a SHA-1 form whose size is not the cache's is refused (exit $rc)"; sed 's/^/# /' "$TRASH/err"; }
 	sqlite3 "$db" "UPDATE objects SET size1 = size1 - 1 WHERE sha256 = x'$t256'"
+	# a wrong SHA-1 name in a copy of the cache: verify names the row
+	# and the tree that refers to it (its memos are filled from the
+	# cache, so they hide nothing)
+	cp "$db" "$TRASH/tampered.sqlite"
+	b256=$(git -C "$D" ls-tree main | awk '$2 == "blob" { print $3; exit }')
+	sqlite3 "$TRASH/tampered.sqlite" "UPDATE objects SET sha1 = x'0123456789012345678901234567890123456789' WHERE sha256 = x'$b256'"
+	"$XL" -C "$D" --cache "$TRASH/tampered.sqlite" verify >"$TRASH/tv" 2>&1
+	rc=$?
+	[ $rc -ne 0 ] && grep -q "^bad $b256: SHA-1 form hashes to" "$TRASH/tv" &&
+		grep -q "^bad $t256: SHA-1 form hashes to" "$TRASH/tv" &&
+		ok "verify: a wrong SHA-1 name in the cache, and the tree naming it" ||
+		{ not_ok "verify: a wrong SHA-1 name in the cache, and the tree naming it (exit $rc)"; sed 's/^/# /' "$TRASH/tv" | head; }
 	sqlite3 "$db" "INSERT INTO gitlinks(tree, path, commit256, commit1) VALUES (x'$t256', CAST('lib' AS BLOB), x'$h', NULL)"
 	"$XL" -C "$D" report >"$TRASH/report" 2>&1
 	rc=$?
@@ -301,6 +313,7 @@ if [ $have_sqlite = 1 ]; then
 		{ not_ok "report: a gitlink without a SHA-1 name (exit $rc)"; tail -5 "$TRASH/report" | sed 's/^/# /'; }
 else
 	missing_tool "a SHA-1 form whose size is not the cache's is refused" "no sqlite3"
+	missing_tool "verify: a wrong SHA-1 name in the cache, and the tree naming it" "no sqlite3"
 	missing_tool "report: a gitlink without a SHA-1 name" "no sqlite3"
 fi
 

@@ -15,25 +15,74 @@
 #include <stdlib.h>
 #include <string.h>
 
+/*
+ * Verify converts every tree, commit and tag both ways, and a tree
+ * names hundreds of objects, mostly the same ones as the trees beside
+ * it: at a million objects, a cache lookup for every name of every tree
+ * both ways took verify half an hour.  So names come through memos: the
+ * daemon's (SHA-256 to SHA-1) forward, and back a table of its own,
+ * direct-mapped by the SHA-1 name and filled only from the cache, so
+ * that what is checked is still what the cache says.
+ */
+#define BACK_SLOTS_MAX ((size_t)1 << 20)	/* 56 MB */
+#define VERIFY_MEMO_BYTES ((size_t)64 << 20)
+
+struct back_slot {
+	unsigned char sha1[20];
+	unsigned char sha256[OID_RAWSZ_MAX];
+	int full;
+};
+
+struct back {
+	struct cache *cache;
+	const struct hash_algo *algo;	/* the repository's */
+	struct back_slot *slot;		/* mask + 1 of them; NULL: none */
+	size_t mask;
+};
+
 /* The reverse mapping, SHA-1 to SHA-256, through the cache. */
 static int map_back(void *data, const struct oid *in, struct oid *out)
 {
-	struct cache *cache = data;
+	struct back *bk = data;
+	struct back_slot *sl = NULL;
 	struct cache_object co;
-	int ret = cache_get_by_sha1(cache, in, &co);
+	int ret;
 
+	if (bk->slot) {
+		uint64_t k;
+
+		memcpy(&k, in->hash, sizeof(k));
+		sl = &bk->slot[k & bk->mask];
+		if (sl->full && !memcmp(sl->sha1, in->hash, 20)) {
+			oid_from_raw(out, bk->algo, sl->sha256);
+			return 0;
+		}
+	}
+	ret = cache_get_by_sha1(bk->cache, in, &co);
 	if (ret == XL_ENOTFOUND)
-		ret = cache_get_gitlink(cache, in, out);
-	else if (!ret)
+		ret = cache_get_gitlink(bk->cache, in, out);
+	else if (!ret) {
 		*out = co.sha256;
+		if (sl) {
+			memcpy(sl->sha1, in->hash, 20);
+			memcpy(sl->sha256, co.sha256.hash, co.sha256.algo->rawsz);
+			sl->full = 1;
+		}
+	}
 	/* an object the repository lacks, named by the map */
 	if (ret == XL_ENOTFOUND)
-		ret = cache_get_known(cache, in, out);
+		ret = cache_get_known(bk->cache, in, out);
 	return ret;
 }
 
+/* The objects to check, by where they are stored. */
+struct to_check {
+	struct oid oid;
+	struct odb_place place;		/* pack NULL: loose */
+};
+
 struct collect {
-	struct oid *v;
+	struct to_check *v;
 	size_t nr, alloc;
 };
 
@@ -45,17 +94,35 @@ static int collect_translated(const struct cache_object *co, void *data)
 		return 0;
 	if (ARRAY_GROW(c->v, c->nr, c->alloc, 4096))
 		return XL_ENOMEM;
-	c->v[c->nr++] = co->sha256;
+	c->v[c->nr++].oid = co->sha256;
 	return 0;
 }
 
+/*
+ * In the order the packs store them, loose objects last: a delta comes
+ * after its base and the trees of one directory after each other, so
+ * bases are found in the delta-base cache and names in the memos (in
+ * name order, every read rebuilt its delta chain).
+ */
+static int cmp_place(const void *a, const void *b)
+{
+	const struct odb_place *x = &((const struct to_check *)a)->place;
+	const struct odb_place *y = &((const struct to_check *)b)->place;
+
+	if (x->pack != y->pack)
+		return !x->pack ? 1 : !y->pack ? -1 :
+			(uintptr_t)x->pack < (uintptr_t)y->pack ? -1 : 1;
+	return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
 /* Check one object: 0 if good, else 1 with the reason in `why`. */
-static int verify_one(struct cli *cli, const struct oid *oid,
+static int verify_one(struct cli *cli, struct xlate_memo *memo,
+		      struct back *bk, const struct oid *oid,
 		      struct buf *native, struct buf *sha1_form,
 		      struct buf *back, struct buf *why)
 {
 	struct xlate_opts o = { &hash_sha1, repo_algo(cli->repo), map_back,
-				cli->cache, XLATE_UNKNOWN_COPY, NULL };
+				bk, XLATE_UNKNOWN_COPY, NULL };
 	struct cache_object co;
 	enum obj_type type, t2;
 	struct oid h;
@@ -73,7 +140,7 @@ static int verify_one(struct cli *cli, const struct oid *oid,
 	if (type != co.type)
 		return buf_addf(why, "is a %s, the cache says %s", type_name(type),
 				type_name(co.type)), 1;
-	if (xlate_sha1_form(cli->repo, cli->cache, NULL, NULL,
+	if (xlate_sha1_form(cli->repo, cli->cache, NULL, memo,
 			    cli->unknown_headers, oid, &t2, sha1_form))
 		return buf_addf(why, "cannot convert: %s", err_msg()), 1;
 	hash_object(&hash_sha1, type_name(type), sha1_form->buf, sha1_form->len,
@@ -123,6 +190,8 @@ int cmd_verify(struct cli *cli, int argc, char **argv)
 	struct buf native = BUF_INIT, sha1_form = BUF_INIT, back = BUF_INIT,
 		   why = BUF_INIT;
 	struct collect c = { 0 };
+	struct back bk = { 0 };
+	struct xlate_memo *memo = NULL;
 	unsigned long ok = 0, bad = 0;
 	int ret;
 
@@ -132,20 +201,35 @@ int cmd_verify(struct cli *cli, int argc, char **argv)
 	if (!cli_cache(cli))
 		return EXIT_NOTFOUND;
 	/* the walk holds the cache; check after it */
-	if ((ret = cache_for_each(cli->cache, CACHE_EACH_ALL, collect_translated, &c))) {
+	if ((ret = cache_for_each(cli->cache, CACHE_EACH_ALL, collect_translated, &c)) ||
+	    (ret = xlate_memo_new(&memo, VERIFY_MEMO_BYTES))) {
 		free(c.v);
 		return cli_fail(NULL);
 	}
+	for (size_t i = 0; i < c.nr; i++)
+		if (odb_place(repo_odb(cli->repo), &c.v[i].oid, &c.v[i].place)) {
+			err_clear();	/* gone: verify_one() says so */
+			c.v[i].place.pack = NULL;
+		}
+	qsort(c.v, c.nr, sizeof(*c.v), cmp_place);
+	bk.cache = cli->cache;
+	bk.algo = repo_algo(cli->repo);
+	for (bk.mask = 1023; bk.mask + 1 < BACK_SLOTS_MAX && bk.mask + 1 < 2 * c.nr;)
+		bk.mask = 2 * bk.mask + 1;
+	bk.slot = calloc(bk.mask + 1, sizeof(*bk.slot));	/* NULL: no memo */
 	for (size_t i = 0; i < c.nr; i++) {
 		char hex[OID_HEXSZ_MAX + 1];
 
-		if (!verify_one(cli, &c.v[i], &native, &sha1_form, &back, &why)) {
+		if (!verify_one(cli, memo, &bk, &c.v[i].oid, &native, &sha1_form,
+				&back, &why)) {
 			ok++;
 			continue;
 		}
 		bad++;
-		printf("bad %s: %s\n", oid_to_hex_r(hex, &c.v[i]), why.buf);
+		printf("bad %s: %s\n", oid_to_hex_r(hex, &c.v[i].oid), why.buf);
 	}
+	free(bk.slot);
+	xlate_memo_free(memo);
 	printf("verify: %lu ok, %lu bad\n", ok, bad);
 	{
 		struct xlate_compat uc;
