@@ -124,15 +124,6 @@ struct forge {
 
 /* ---- names -> indexes ------------------------------------------------- */
 
-static uint64_t str_hash(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-	return h;
-}
-
 /* The index of `key` among keys[0..nr), or -1. */
 static long names_find(const struct names *n, char *const *keys, const char *key)
 {
@@ -960,11 +951,61 @@ static void forge_getattr(fuse_req_t req, fuse_ino_t ino,
 	slot_put(f_, slot); \
 } while (0)
 
+/*
+ * The listing of forge directory `local`: the repositories and the
+ * directories that lead to them, as they are on disk now (and .status
+ * at the root).  0 or an errno value.
+ */
+static int own_list(struct forge *f, fuse_ino_t local, struct dir_listing *l)
+{
+	struct buf path = BUF_INIT;
+	struct dirent *de;
+	char *rel;
+	DIR *d = NULL;
+	int ret;
+
+	pthread_mutex_lock(&f->lock);
+	rel = local - LOCAL_DIR_BASE < f->nr_dirs ?
+		strdup(f->dirs[local - LOCAL_DIR_BASE]) : NULL;
+	pthread_mutex_unlock(&f->lock);
+	ret = !rel ? ENOENT :
+		buf_addf(&path, "%s%s%s", f->root, *rel ? "/" : "", rel) ? ENOMEM : 0;
+	if (!ret && !(d = opendir(path.buf)))
+		ret = errno == ENOENT || errno == ENOTDIR ? ENOENT : EIO;
+	if (ret)
+		goto out;
+	ret = dir_listing_add(l, ".", 1, forge_ino_out(f, 0, local, 0), S_IFDIR) ?:
+	      dir_listing_add(l, "..", 2, 0, S_IFDIR);
+	while (!ret && (de = readdir(d))) {
+		char *child;
+		enum kind k = classify(f, rel, de->d_name, &child);
+		fuse_ino_t ino = 0;
+
+		if (k == K_REPO) {
+			unsigned s = slot_intern(f, child);
+
+			ino = s ? forge_ino_out(f, s, FUSE_ROOT_ID, 0) : 0;
+		}
+		if (k != K_NONE)
+			ret = dir_listing_add(l, de->d_name, strlen(de->d_name),
+					      ino, S_IFDIR);
+		free(child);
+	}
+	closedir(d);
+	if (!ret && local == LOCAL_DIR_BASE)
+		ret = dir_listing_add(l, ".status", 7,
+				      forge_ino_out(f, 0, LOCAL_STATUS, 0), S_IFREG);
+out:
+	free(rel);
+	buf_release(&path);
+	return ret;
+}
+
 static void own_open(fuse_req_t req, struct forge *f, fuse_ino_t local,
 		     struct fuse_file_info *fi, int dir)
 {
 	struct forge_fh *h;
-	int ret = 0;
+	int ret;
 
 	if ((fi->flags & O_ACCMODE) != O_RDONLY && !dir) {
 		fuse_reply_err(req, EROFS);
@@ -979,70 +1020,10 @@ static void own_open(fuse_req_t req, struct forge *f, fuse_ino_t local,
 		return;
 	}
 	buf_init(&h->text);
-	if (!dir) {
+	if (!dir)
 		ret = status_text(f, &h->text) ? ENOMEM : 0;
-	} else {
-		char *rel;
-		DIR *d;
-		struct dirent *de;
-		struct buf path = BUF_INIT;
-
-		pthread_mutex_lock(&f->lock);
-		rel = local - LOCAL_DIR_BASE < f->nr_dirs ?
-			strdup(f->dirs[local - LOCAL_DIR_BASE]) : NULL;
-		pthread_mutex_unlock(&f->lock);
-		ret = !rel ? ENOENT :
-			buf_addf(&path, "%s%s%s", f->root, *rel ? "/" : "", rel) ?
-			ENOMEM : 0;
-		if (!ret && !(d = opendir(path.buf)))
-			ret = errno == ENOENT || errno == ENOTDIR ? ENOENT : EIO;
-		if (!ret) {
-			static const char *const dots[2] = { ".", ".." };
-
-			for (int i = 0; i < 2 && !ret; i++) {
-				if (ARRAY_GROW(h->dir.ents, h->dir.nr, h->dir.alloc, 64) ||
-				    !(h->dir.ents[h->dir.nr].name = strdup(dots[i]))) {
-					ret = ENOMEM;
-					break;
-				}
-				h->dir.ents[h->dir.nr].ino = i ? 0 :
-					forge_ino_out(f, 0, local, 0);
-				h->dir.ents[h->dir.nr++].mode = S_IFDIR;
-			}
-			while (!ret && (de = readdir(d))) {
-				char *child;
-				enum kind k = classify(f, rel, de->d_name, &child);
-				fuse_ino_t ino = 0;
-
-				if (k == K_REPO) {
-					unsigned s = slot_intern(f, child);
-
-					ino = s ? forge_ino_out(f, s, FUSE_ROOT_ID, 0) : 0;
-				}
-				if (k != K_NONE &&
-				    (ARRAY_GROW(h->dir.ents, h->dir.nr, h->dir.alloc, 64) ||
-				     !(h->dir.ents[h->dir.nr].name = strdup(de->d_name))))
-					ret = ENOMEM;
-				else if (k != K_NONE) {
-					h->dir.ents[h->dir.nr].ino = ino;
-					h->dir.ents[h->dir.nr++].mode = S_IFDIR;
-				}
-				free(child);
-			}
-			closedir(d);
-			if (!ret && local == LOCAL_DIR_BASE &&
-			    (ARRAY_GROW(h->dir.ents, h->dir.nr, h->dir.alloc, 64) ||
-			     !(h->dir.ents[h->dir.nr].name = strdup(".status"))))
-				ret = ENOMEM;
-			else if (!ret && local == LOCAL_DIR_BASE) {
-				h->dir.ents[h->dir.nr].ino =
-					forge_ino_out(f, 0, LOCAL_STATUS, 0);
-				h->dir.ents[h->dir.nr++].mode = S_IFREG;
-			}
-		}
-		free(rel);
-		buf_release(&path);
-	}
+	else
+		ret = own_list(f, local, &h->dir);
 	if (ret) {
 		dir_listing_free(&h->dir);
 		buf_release(&h->text);

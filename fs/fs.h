@@ -95,6 +95,19 @@ static inline int view_is_loose(enum xfs_view v)
 	return v == XFS_LOOSE1 || v == XFS_LOOSE256;
 }
 
+/*
+ * FNV-1a of a string: for tables keyed by path (the forge's) and for
+ * telling one set of names from another (refsnap's broken refs).
+ */
+static inline uint64_t str_hash(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+	return h;
+}
+
 /* ---- the refs as a view shows them (refsnap.c) ---------------------------- */
 
 struct symref_file {
@@ -430,6 +443,9 @@ struct dir_listing {
 
 /* Everything in directory `dir` (with "." and ".."); 0 or an errno value. */
 int node_list(struct xfs *xfs, const struct node *dir, struct dir_listing *out);
+/* Add name[0, len) to l; 0 or ENOMEM. */
+int dir_listing_add(struct dir_listing *l, const char *name, size_t len,
+		    fuse_ino_t ino, mode_t mode);
 void dir_listing_free(struct dir_listing *l);
 
 /* ---- object files (object.c) -------------------------------------------------- */

@@ -797,8 +797,8 @@ void dir_listing_free(struct dir_listing *l)
 	memset(l, 0, sizeof(*l));
 }
 
-static int add_ent(struct dir_listing *l, const char *name, size_t len,
-		   fuse_ino_t ino, mode_t mode)
+int dir_listing_add(struct dir_listing *l, const char *name, size_t len,
+		    fuse_ino_t ino, mode_t mode)
 {
 	char *copy = strndup(name, len);
 
@@ -864,7 +864,7 @@ static int fanout_ent(const struct cache_object *co, void *data)
 	if (!odb_has(w->odb, &co->sha256))
 		return 0;	/* pruned since the cache saw it */
 	oid_to_hex_r(hex, name);
-	if ((w->err = add_ent(w->l, hex + 2, name->algo->hexsz - 2,
+	if ((w->err = dir_listing_add(w->l, hex + 2, name->algo->hexsz - 2,
 			      object_ino(w->view, name), S_IFREG)))
 		return 1;
 	return 0;
@@ -882,8 +882,8 @@ static int list_refdir(struct xfs *xfs, const struct node *dir,
 		return EIO;
 	v = &snap->view[dir->git];
 	if (!strcmp(dir->path, "refs"))
-		ret = add_ent(l, "heads", 5, 0, S_IFDIR) ?:
-		      add_ent(l, "tags", 4, 0, S_IFDIR);
+		ret = dir_listing_add(l, "heads", 5, 0, S_IFDIR) ?:
+		      dir_listing_add(l, "tags", 4, 0, S_IFDIR);
 	for (size_t i = 0; !ret && i < v->nr_symrefs; i++) {
 		const char *p = v->symrefs[i].path, *rest, *slash;
 		size_t n;
@@ -903,7 +903,7 @@ static int list_refdir(struct xfs *xfs, const struct node *dir,
 		    ((n == 5 && !memcmp(rest, "heads", 5)) ||
 		     (n == 4 && !memcmp(rest, "tags", 4))))
 			continue;
-		ret = add_ent(l, rest, n, 0, is_dir ? S_IFDIR : S_IFREG);
+		ret = dir_listing_add(l, rest, n, 0, is_dir ? S_IFDIR : S_IFREG);
 	}
 	refsnap_put(snap);
 	return ret;
@@ -933,7 +933,7 @@ static int list_loose(struct xfs *xfs, const struct node *dir,
 		if (name->hash[0] != dir->fanout)
 			continue;
 		oid_to_hex_r(hex, name);
-		ret = add_ent(l, hex + 2, name->algo->hexsz - 2,
+		ret = dir_listing_add(l, hex + 2, name->algo->hexsz - 2,
 			      object_ino(dir->view, name), S_IFREG);
 	}
 	packsnap_put(snap);
@@ -952,12 +952,12 @@ static int list_packs(struct xfs *xfs, enum xfs_git git, struct dir_listing *l)
 		const struct served_pack *sp = &snap->packs[git][i];
 		int n = snprintf(name, sizeof(name), "%s.idx", sp->name);
 
-		ret = add_ent(l, name, (size_t)n, sp->ino | PACK_FILE_IDX, S_IFREG);
+		ret = dir_listing_add(l, name, (size_t)n, sp->ino | PACK_FILE_IDX, S_IFREG);
 		n = snprintf(name, sizeof(name), "%s.pack", sp->name);
-		ret = ret ?: add_ent(l, name, (size_t)n, sp->ino, S_IFREG);
+		ret = ret ?: dir_listing_add(l, name, (size_t)n, sp->ino, S_IFREG);
 		if (!ret && sp->promisor) {
 			n = snprintf(name, sizeof(name), "%s.promisor", sp->name);
-			ret = add_ent(l, name, (size_t)n,
+			ret = dir_listing_add(l, name, (size_t)n,
 				      sp->ino | PACK_FILE_PROMISOR, S_IFREG);
 		}
 	}
@@ -970,8 +970,8 @@ int node_list(struct xfs *xfs, const struct node *dir, struct dir_listing *l)
 	int ret;
 
 	memset(l, 0, sizeof(*l));
-	if ((ret = add_ent(l, ".", 1, dir->ino, S_IFDIR)) ||
-	    (ret = add_ent(l, "..", 2, 0, S_IFDIR)))
+	if ((ret = dir_listing_add(l, ".", 1, dir->ino, S_IFDIR)) ||
+	    (ret = dir_listing_add(l, "..", 2, 0, S_IFDIR)))
 		goto fail;
 	switch (dir->kind) {
 	case NODE_DIR:
@@ -982,11 +982,11 @@ int node_list(struct xfs *xfs, const struct node *dir, struct dir_listing *l)
 			    s->parent == dir->ino && !is_shallow(xfs, dir->git))
 				continue;
 			if (s->parent == dir->ino && s->ino != FUSE_ROOT_ID &&
-			    (ret = add_ent(l, s->name, strlen(s->name), s->ino,
+			    (ret = dir_listing_add(l, s->name, strlen(s->name), s->ino,
 					   s->kind == NODE_DIR ? S_IFDIR : S_IFREG)))
 				goto fail;
 		}
-		if (dir->dir == DIR_GIT && (ret = add_ent(l, "refs", 4, 0, S_IFDIR)))
+		if (dir->dir == DIR_GIT && (ret = dir_listing_add(l, "refs", 4, 0, S_IFDIR)))
 			goto fail;
 		if (dir->dir == DIR_PACK && (ret = list_packs(xfs, dir->git, l)))
 			goto fail;
@@ -995,7 +995,7 @@ int node_list(struct xfs *xfs, const struct node *dir, struct dir_listing *l)
 				char name[3];
 
 				snprintf(name, sizeof(name), "%02x", b);
-				if ((ret = add_ent(l, name, 2,
+				if ((ret = dir_listing_add(l, name, 2,
 						   FANOUT_BASE + dir->view * 256u + b,
 						   S_IFDIR)))
 					goto fail;

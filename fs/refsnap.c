@@ -282,16 +282,6 @@ static const struct prev_ref *prev_find(struct prev_refs *pr, const char *name)
 	return NULL;
 }
 
-/* FNV-1a: tells one set of broken names from another, for the log */
-static uint32_t name_sum(const char *name)
-{
-	uint32_t h = 2166136261u;
-
-	for (; *name; name++)
-		h = (h ^ (unsigned char)*name) * 16777619u;
-	return h;
-}
-
 struct snap_walk {
 	struct xfs *xfs;
 	struct repo *repo;
@@ -325,7 +315,8 @@ static int snap_ref(const struct ref *ref, void *data)
 		if (!w->broken++)
 			snprintf(w->first_broken, sizeof(w->first_broken), "%s",
 				 ref->name);
-		w->broken_sum = w->broken_sum * 31 + name_sum(ref->name);
+		/* tells one set of broken names from another, for the log */
+		w->broken_sum = w->broken_sum * 31 + (uint32_t)str_hash(ref->name);
 		return hide(v1, ref->name) ?: hide(v256, ref->name);
 	}
 	if (ref->target)
