@@ -62,8 +62,16 @@ const char *const cache_stmt_sql[ST__COUNT] = {
 		     "WHERE sha256 BETWEEN ?1 AND ?2 LIMIT 2",
 	[ST_RANGE1] = "SELECT " OBJECT_COLUMNS_BY_SHA1 " FROM objects AS o "
 		      "WHERE sha1 BETWEEN ?1 AND ?2 LIMIT 2",
-	[ST_PUT] = "INSERT OR REPLACE INTO objects(" OBJECT_COLUMNS ") "
+	/*
+	 * A row is new (the common case, told by sqlite3_changes()) or
+	 * replaces one, whose old state the counts need first.
+	 */
+	[ST_PUT] = "INSERT OR IGNORE INTO objects(" OBJECT_COLUMNS ") "
 		   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+	[ST_PUT_REPLACE] = "INSERT OR REPLACE INTO objects(" OBJECT_COLUMNS ") "
+			   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+	[ST_UNTRANSLATABLE_OF] = "SELECT sha1 IS NULL FROM objects "
+				 "WHERE sha256 = ?1",
 	[ST_GITLINK_PUT] = "INSERT OR REPLACE INTO "
 			   "gitlinks(tree, path, commit256, commit1) "
 			   "VALUES (?1, ?2, ?3, ?4)",
@@ -81,6 +89,8 @@ const char *const cache_stmt_sql[ST__COUNT] = {
 			"VALUES (?1, ?2)",
 	[ST_PACK_GET] = "SELECT 1 FROM packs WHERE checksum = ?1",
 	[ST_COUNT] = "SELECT count(*), count(*) - count(sha1) FROM objects",
+	[ST_COUNT_ADD] = "UPDATE meta SET value = "
+			 "CAST(CAST(value AS INTEGER) + ?2 AS TEXT) WHERE key = ?1",
 	[ST_EACH] = "SELECT " OBJECT_COLUMNS " FROM objects ORDER BY sha256",
 	/* the sha1 index holds (NULL, sha256) in order: no sort needed */
 	[ST_EACH_UNTRANSLATABLE] = "SELECT " OBJECT_COLUMNS " FROM objects "
@@ -114,7 +124,8 @@ const char *const cache_stmt_sql[ST__COUNT] = {
 	[ST_ROLLBACK] = "ROLLBACK",
 	[ST_META_GET] = "SELECT value FROM meta WHERE key = ?1",
 	[ST_META_PUT] = "INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)",
-	[ST_CLEAR_META] = "DELETE FROM meta WHERE key NOT IN ('format', 'settings')",
+	[ST_CLEAR_META] = "DELETE FROM meta WHERE key NOT IN ('format', "
+			  "'settings', 'damaged', 'objects', 'untranslatable')",
 	[ST_KNOWN_PUT] = "INSERT OR REPLACE INTO known(sha256, sha1) VALUES (?1, ?2)",
 	[ST_KNOWN_GET] = "SELECT sha1, sha256 FROM known WHERE sha256 = ?1",
 	[ST_KNOWN_GET1] = "SELECT sha256, sha1 FROM known WHERE sha1 = ?1 LIMIT 2",
@@ -557,6 +568,35 @@ int cache_resolve_prefix(struct cache *cache, const struct hash_algo *algo,
 static int run_flush(struct cache *cache);
 static void run_drop(struct cache *cache);
 
+/*
+ * meta keeps the number of rows and of untranslatable rows, so that
+ * counting (a mount's status, every build) costs two lookups, not a
+ * scan of the table (0.6 s at a million objects).  They change in the
+ * transaction that changes the rows: puts add to d_*, and commit adds
+ * those to meta's.  A put knows whether its row is new, because
+ * ST_PUT ignores a row that is there; so two builds that name the same
+ * object, one after the other, count it once.
+ */
+static int count_add(struct cache *cache, const char *key, int64_t n)
+{
+	sqlite3_stmt *st = cache->stmt[ST_COUNT_ADD];
+
+	if (!n)
+		return 0;
+	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, n);
+	return run(cache, ST_COUNT_ADD, "counting");
+}
+
+static int counts_flush(struct cache *cache)
+{
+	int ret = count_add(cache, "objects", cache->d_objects) ?:
+		  count_add(cache, "untranslatable", cache->d_untranslatable);
+
+	cache->d_objects = cache->d_untranslatable = 0;
+	return ret;
+}
+
 int cache_begin(struct cache *cache)
 {
 	int ret;
@@ -581,7 +621,7 @@ int cache_commit(struct cache *cache)
 	if (!cache->in_batch) {
 		ret = err_set(XL_EINVALID, "cache %s: no batch to commit",
 			      cache->path);
-	} else if ((ret = run_flush(cache)) ||
+	} else if ((ret = run_flush(cache)) || (ret = counts_flush(cache)) ||
 		   (ret = run(cache, ST_COMMIT, "committing"))) {
 		/*
 		 * A failed COMMIT may leave the transaction open (sqlite
@@ -594,6 +634,7 @@ int cache_commit(struct cache *cache)
 	} else {
 		cache->in_batch = 0;
 	}
+	cache->d_objects = cache->d_untranslatable = 0;
 	unlock(cache);
 	return ret;
 }
@@ -605,9 +646,15 @@ void cache_rollback(struct cache *cache)
 	if (cache->in_batch && !sqlite3_get_autocommit(cache->db))
 		run(cache, ST_ROLLBACK, "rolling back");
 	cache->in_batch = 0;
+	cache->d_objects = cache->d_untranslatable = 0;
 	run_drop(cache);
 	unlock(cache);
 }
+
+static int put_row(struct cache *cache, sqlite3_stmt *st,
+		   const struct cache_object *obj, int translatable);
+static int replace_row(struct cache *cache, const struct cache_object *obj,
+		       int translatable);
 
 int cache_put(struct cache *cache, const struct cache_object *obj)
 {
@@ -629,11 +676,41 @@ int cache_put(struct cache *cache, const struct cache_object *obj)
 
 	if ((ret = lock(cache)))
 		return ret;
+	/* outside a batch, the row and its count still go together */
+	if (!cache->in_batch && (ret = run(cache, ST_BEGIN, "storing an object"))) {
+		unlock(cache);
+		return ret;
+	}
+	ret = put_row(cache, st, obj, translatable);
+	if (!ret && !sqlite3_changes(cache->db))
+		ret = replace_row(cache, obj, translatable);
+	else if (!ret)
+		cache->d_objects++, cache->d_untranslatable += !translatable;
+	/* a name refused after all (a collision) must not live on there */
+	if (!ret && !translatable) {
+		bind_oid(cache->stmt[ST_REF_NAME_DROP], 1, &obj->sha256);
+		ret = run(cache, ST_REF_NAME_DROP, "dropping a ref name");
+	}
+	if (!cache->in_batch) {
+		if (!ret && !(ret = counts_flush(cache)))
+			ret = run(cache, ST_COMMIT, "storing an object");
+		if (ret && !sqlite3_get_autocommit(cache->db))
+			run(cache, ST_ROLLBACK, "rolling back");
+		cache->d_objects = cache->d_untranslatable = 0;
+	}
+	unlock(cache);
+	return ret;
+}
+
+/*
+ * Bind `obj` to ST_PUT or ST_PUT_REPLACE, and run it.  The stored form
+ * is canonical: size1 and reason only where they mean something (the
+ * schema's CHECKs insist).
+ */
+static int put_row(struct cache *cache, sqlite3_stmt *st,
+		   const struct cache_object *obj, int translatable)
+{
 	bind_oid(st, 1, &obj->sha256);
-	/*
-	 * The stored form is canonical: size1 and reason only where they
-	 * mean something (the schema's CHECKs insist).
-	 */
 	if (translatable) {
 		bind_oid(st, 2, &obj->sha1);
 		sqlite3_bind_int64(st, 5, (sqlite3_int64)obj->size1);
@@ -649,14 +726,35 @@ int cache_put(struct cache *cache, const struct cache_object *obj)
 	sqlite3_bind_int(st, 7, translatable ? 0 : !!obj->retry);
 	sqlite3_bind_int(st, 3, (int)obj->type);
 	sqlite3_bind_int64(st, 4, (sqlite3_int64)obj->size256);
-	ret = run(cache, ST_PUT, "storing an object");
-	/* a name refused after all (a collision) must not live on there */
-	if (!ret && !translatable) {
-		bind_oid(cache->stmt[ST_REF_NAME_DROP], 1, &obj->sha256);
-		ret = run(cache, ST_REF_NAME_DROP, "dropping a ref name");
-	}
-	unlock(cache);
-	return ret;
+	return run(cache, st == cache->stmt[ST_PUT] ? ST_PUT : ST_PUT_REPLACE,
+		   "storing an object");
+}
+
+/*
+ * The row is there already: a refusal looked at again, or an object
+ * another build named meanwhile.  Replace it, counting the change.
+ */
+static int replace_row(struct cache *cache, const struct cache_object *obj,
+		       int translatable)
+{
+	sqlite3_stmt *st = cache->stmt[ST_UNTRANSLATABLE_OF];
+	int ret, was = 0;
+
+	bind_oid(st, 1, &obj->sha256);
+	ret = step(cache, st, "storing an object");
+	if (ret == SQLITE_ROW)
+		was = sqlite3_column_int(st, 0);
+	if (ret < 0)
+		return ret;
+	sqlite3_reset(st);
+	if (ret == SQLITE_DONE)	/* cannot be: ST_PUT found it */
+		return err_set(XL_EIO, "cache %s: a row came and went",
+			       cache->path);
+	if ((ret = put_row(cache, cache->stmt[ST_PUT_REPLACE], obj,
+			   translatable)))
+		return ret;
+	cache->d_untranslatable += !translatable - was;
+	return 0;
 }
 
 int cache_put_gitlink(struct cache *cache, const struct oid *tree,
@@ -799,16 +897,13 @@ int cache_pack_known(struct cache *cache, const char *checksum_hex)
 
 /* ---- counts and walks ----------------------------------------------- */
 
-int cache_count(struct cache *cache, uint64_t *objects,
-		uint64_t *untranslatable)
+/* The table scanned: what meta's counts must equal. */
+static int count_rows(struct cache *cache, uint64_t *objects,
+		      uint64_t *untranslatable)
 {
 	sqlite3_stmt *st = cache->stmt[ST_COUNT];
-	int ret;
+	int ret = step(cache, st, "counting");
 
-	*objects = *untranslatable = 0;
-	if ((ret = lock(cache)))
-		return ret;
-	ret = step(cache, st, "counting");
 	if (ret == SQLITE_ROW) {
 		*objects = (uint64_t)sqlite3_column_int64(st, 0);
 		*untranslatable = (uint64_t)sqlite3_column_int64(st, 1);
@@ -818,6 +913,108 @@ int cache_count(struct cache *cache, uint64_t *objects,
 			      cache->path);
 	}
 	sqlite3_reset(st);
+	return ret;
+}
+
+/* One of meta's counts: 0, XL_ENOTFOUND (absent or not a count). */
+static int count_get(struct cache *cache, const char *key, uint64_t *out)
+{
+	sqlite3_stmt *st = cache->stmt[ST_META_GET];
+	int ret;
+
+	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+	ret = step(cache, st, "reading the counts");
+	if (ret == SQLITE_ROW) {
+		const char *v = (const char *)sqlite3_column_text(st, 0);
+		char *end;
+
+		errno = 0;
+		*out = v && *v >= '0' && *v <= '9' ? strtoull(v, &end, 10) : 0;
+		ret = v && *v >= '0' && *v <= '9' && !*end && !errno ?
+		      0 : XL_ENOTFOUND;
+	} else if (ret == SQLITE_DONE) {
+		ret = XL_ENOTFOUND;
+	}
+	sqlite3_reset(st);
+	return ret;
+}
+
+/*
+ * Put meta's counts right from a scan, as the migration to version 7
+ * did: for a file whose counts were lost or broken, and after emptying.
+ * In the open transaction if there is one (the scan then sees its rows,
+ * so its deltas start again from nothing); else in one of its own, so
+ * that no other writer's rows fall between the scan and the store.
+ */
+static int counts_redo(struct cache *cache, uint64_t *objects,
+		       uint64_t *untranslatable)
+{
+	sqlite3_stmt *st = cache->stmt[ST_META_PUT];
+	int own = sqlite3_get_autocommit(cache->db), ret;
+	char n[24], u[24];
+
+	if (own && (ret = run(cache, ST_BEGIN, "counting")))
+		return ret;
+	if (!(ret = count_rows(cache, objects, untranslatable))) {
+		snprintf(n, sizeof(n), "%llu", (unsigned long long)*objects);
+		snprintf(u, sizeof(u), "%llu", (unsigned long long)*untranslatable);
+		sqlite3_bind_text(st, 1, "objects", -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, n, -1, SQLITE_STATIC);
+		if (!(ret = run(cache, ST_META_PUT, "storing the counts"))) {
+			sqlite3_bind_text(st, 1, "untranslatable", -1,
+					  SQLITE_STATIC);
+			sqlite3_bind_text(st, 2, u, -1, SQLITE_STATIC);
+			ret = run(cache, ST_META_PUT, "storing the counts");
+		}
+	}
+	cache->d_objects = cache->d_untranslatable = 0;
+	if (own && !ret)
+		ret = run(cache, ST_COMMIT, "counting");
+	if (own && ret && !sqlite3_get_autocommit(cache->db))
+		run(cache, ST_ROLLBACK, "rolling back");
+	return ret;
+}
+
+int cache_count(struct cache *cache, uint64_t *objects,
+		uint64_t *untranslatable)
+{
+	uint64_t n, u;
+	int ret;
+
+	*objects = *untranslatable = 0;
+	if ((ret = lock(cache)))
+		return ret;
+	ret = count_get(cache, "objects", &n);
+	if (!ret)
+		ret = count_get(cache, "untranslatable", &u);
+	/* the open batch's rows count too, as a scan would see them */
+	if (!ret && ((int64_t)n + cache->d_objects < 0 ||
+		     (int64_t)u + cache->d_untranslatable < 0 ||
+		     u + cache->d_untranslatable > n + cache->d_objects))
+		ret = XL_ENOTFOUND;
+	if (ret == XL_ENOTFOUND) {
+		ret = counts_redo(cache, &n, &u);
+	} else if (!ret) {
+		n += cache->d_objects;
+		u += cache->d_untranslatable;
+	}
+	if (!ret) {
+		*objects = n;
+		*untranslatable = u;
+	}
+	unlock(cache);
+	return ret;
+}
+
+int cache_count_rows(struct cache *cache, uint64_t *objects,
+		     uint64_t *untranslatable)
+{
+	int ret;
+
+	*objects = *untranslatable = 0;
+	if ((ret = lock(cache)))
+		return ret;
+	ret = count_rows(cache, objects, untranslatable);
 	unlock(cache);
 	return ret;
 }
@@ -1084,6 +1281,9 @@ int cache_check_settings(struct cache *cache, const char *settings)
 		    (ret = run(cache, ST_CLEAR_META, "emptying")) ||
 		    (ret = run(cache, ST_CLEAR_KNOWN, "emptying")))
 			goto out;
+		cache->d_objects = cache->d_untranslatable = 0;
+		if ((ret = counts_redo(cache, &(uint64_t){ 0 }, &(uint64_t){ 0 })))
+			goto out;
 		if (found)
 			ret = buf_addf(&msg, "cache %s was built with settings "
 				       "\"%s\", now \"%s\": emptied it to rebuild",
@@ -1148,10 +1348,15 @@ int cache_get_known(struct cache *cache, const struct oid *in,
 
 /* ---- facts kept between builds ------------------------------------- */
 
-/* The keys cache_open() and cache_check_settings() own. */
+/*
+ * The keys cache_open(), cache_check_settings(), cache_check() and the
+ * counts own.
+ */
 static int meta_reserved(const char *key)
 {
-	return !strcmp(key, "format") || !strcmp(key, "settings");
+	return !strcmp(key, "format") || !strcmp(key, "settings") ||
+	       !strcmp(key, "damaged") || !strcmp(key, "objects") ||
+	       !strcmp(key, "untranslatable");
 }
 
 int cache_meta_get(struct cache *cache, const char *key, struct buf *out)
@@ -1189,6 +1394,80 @@ int cache_meta_put(struct cache *cache, const char *key, const char *value)
 	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, value, -1, SQLITE_STATIC);
 	ret = run(cache, ST_META_PUT, "storing meta");
+	unlock(cache);
+	return ret;
+}
+
+/* ---- the whole file ------------------------------------------------ */
+
+/* sqlite's progress handler: nonzero stops the statement. */
+static int check_cancelled(void *data)
+{
+	return atomic_load((const atomic_int *)data) != 0;
+}
+
+/*
+ * quick_check(1) stops at the first problem, which is all a verdict
+ * needs.  Rows it reads are not kept: the page cache is the
+ * connection's, and a mount's writer has a small one.
+ */
+int cache_check(struct cache *cache, const atomic_int *cancel)
+{
+	sqlite3_stmt *st = NULL;
+	char why[384] = "";
+	int rc, ret;
+
+	if ((ret = lock(cache)))
+		return ret;
+	if (cache->in_batch) {
+		unlock(cache);
+		return err_set(XL_EINVALID, "cache %s: checked inside a batch",
+			       cache->path);
+	}
+	if (cancel)
+		sqlite3_progress_handler(cache->db, 10000, check_cancelled,
+					 (void *)cancel);
+	rc = sqlite3_prepare_v2(cache->db, "PRAGMA quick_check(1)", -1, &st,
+				NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		const char *t = (const char *)sqlite3_column_text(st, 0);
+
+		if (t && !strcmp(t, "ok"))
+			ret = 0;
+		else
+			snprintf(why, sizeof(why), "quick_check: %s",
+				 t ? t : "no answer");
+	} else if ((rc & 0xff) == SQLITE_CORRUPT ||
+		   (rc & 0xff) == SQLITE_NOTADB) {
+		snprintf(why, sizeof(why), "quick_check: %s",
+			 sqlite3_errmsg(cache->db));
+	} else {
+		ret = cache_db_err(cache, rc, "checking the whole file");
+	}
+	sqlite3_finalize(st);
+	if (cancel)
+		sqlite3_progress_handler(cache->db, 0, NULL, NULL);
+	if (why[0]) {
+		sqlite3_stmt *put = cache->stmt[ST_META_PUT];
+
+		/* sqlite's report has lines: one line, for logs and status */
+		for (char *c = why; (c = strchr(c, '\n')); )
+			*c = ' ';
+
+		/* a write into a damaged file may fail too: then say so */
+		sqlite3_bind_text(put, 1, "damaged", -1, SQLITE_STATIC);
+		sqlite3_bind_text(put, 2, why, -1, SQLITE_STATIC);
+		if (run(cache, ST_META_PUT, "marking it damaged"))
+			ret = err_set(XL_ECORRUPT, "cache %s is damaged (%s), and "
+				      "marking it so failed (%s): remove it",
+				      cache->path, why, err_msg());
+		else
+			ret = err_set(XL_ECORRUPT, "cache %s is damaged (%s); the "
+				      "next open sets it aside and starts afresh",
+				      cache->path, why);
+	}
 	unlock(cache);
 	return ret;
 }

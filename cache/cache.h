@@ -37,6 +37,7 @@
 
 #include "../odb/odb.h"
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 struct cache;
@@ -72,12 +73,30 @@ int cache_default_path(const char *repo_dir, struct buf *out);
 enum cache_open_flags {
 	/*
 	 * Also run sqlite's quick_check over the whole file.  It costs time
-	 * in proportion to the file (0.15 s at 130k objects), so builds and
-	 * verify ask for it; readers only get the cheap checks (header,
-	 * application id, schema, format) and rows checked as they are read.
+	 * in proportion to the file (0.15 s at 130k objects, 1.5 s at a
+	 * million), so only verify asks for it here; a mount runs
+	 * cache_check() once it serves.  Without it, opening costs the
+	 * cheap checks (header, application id, schema, format, no mark
+	 * of damage), and rows are checked as they are read.
 	 */
 	CACHE_OPEN_CHECK_ALL = 1 << 0,
 };
+
+/*
+ * sqlite's quick_check over the whole file of an open cache, which is
+ * what CACHE_OPEN_CHECK_ALL runs at open, for a caller that cannot wait
+ * for it there: a mount comes up at once and checks while it serves
+ * (1.5 s at a million objects, and growing with the file).  `cancel`
+ * (may be NULL) set to nonzero stops it within moments.
+ *
+ * A file that fails is marked damaged in meta, so that the next
+ * cache_open() sets it aside and starts afresh, as it does any bad
+ * file; meanwhile readers still check every row they use.  Returns 0,
+ * XL_ECORRUPT (marked; the reason in err_msg()), or XL_EIO / XL_ENOMEM
+ * when the check could not run (cancelled, locked, a read error),
+ * which says nothing about the file.  Not inside a batch.
+ */
+int cache_check(struct cache *cache, const atomic_int *cancel);
 
 /*
  * Open (creating if needed) the cache at `path` for a repository whose
@@ -199,13 +218,22 @@ int cache_get_known(struct cache *cache, const struct oid *in,
  * "missing"), as text by key.  cache_meta_get() puts the value into out
  * (reset first): 0, XL_ENOTFOUND, or XL_EIO.  cache_meta_put() stores
  * one, inside the open batch if there is one; the keys the cache keeps
- * for itself ("format", "settings") are refused with XL_EINVALID.
+ * for itself ("format", "settings", "damaged", and the counts "objects"
+ * and "untranslatable") are refused with XL_EINVALID.
  * Emptying the cache for new settings drops them all.
  */
 int cache_meta_get(struct cache *cache, const char *key, struct buf *out);
 int cache_meta_put(struct cache *cache, const char *key, const char *value);
 
-/* Counts: all objects, and how many are untranslatable. */
+/*
+ * Counts: all objects, and how many are untranslatable, the open
+ * batch's included.  They are kept in meta and change with the rows,
+ * so this costs two lookups; a file whose counts are missing or
+ * impossible has them made again from a scan.  cache_count_rows()
+ * always scans (verify compares the two).
+ */
+int cache_count_rows(struct cache *cache, uint64_t *objects,
+		     uint64_t *untranslatable);
 int cache_count(struct cache *cache, uint64_t *objects,
 		uint64_t *untranslatable);
 

@@ -24,7 +24,7 @@ _Static_assert(CACHE_APP_ID == 0x786c6673, "application id is \"xlfs\"");
  * column, version 2 no synthesized packs, version 3 no ref names,
  * version 4 a row per pack entry).
  */
-#define CACHE_SCHEMA_VERSION 6
+#define CACHE_SCHEMA_VERSION 7
 
 /*
  * How long a statement waits for another process's lock before failing
@@ -41,13 +41,16 @@ enum cache_stmt {
 	ST_GET1,		/* by SHA-1 name */
 	ST_RANGE,		/* primary name range, for prefixes */
 	ST_RANGE1,		/* SHA-1 name range */
-	ST_PUT,
+	ST_PUT,			/* a new row: ignored if there is one */
+	ST_PUT_REPLACE,		/* over the row there is */
+	ST_UNTRANSLATABLE_OF,	/* is the row by that name untranslatable? */
 	ST_GITLINK_PUT,
 	ST_GITLINK_GET,		/* a target's SHA-1 name by its primary name */
 	ST_GITLINK_GET1,	/* and the other way */
 	ST_PACK_PUT,
 	ST_PACK_GET,
-	ST_COUNT,
+	ST_COUNT,		/* a scan: what meta's counts are made from */
+	ST_COUNT_ADD,		/* add to one of meta's counts */
 	ST_EACH,
 	ST_EACH_UNTRANSLATABLE,
 	ST_EACH_RETRY,
@@ -107,6 +110,11 @@ struct cache {
 	cache_warn_fn warn;
 	void *warn_data;
 	int in_batch;			/* between cache_begin and commit */
+	/*
+	 * What the open batch (or put) changed in the counts of rows and
+	 * of untranslatable rows, added to meta's at commit
+	 */
+	int64_t d_objects, d_untranslatable;
 	uint64_t serial;		/* names this cache's reason buffers;
 					   immutable after cache_open */
 	struct buf scratch;		/* backs gitlink paths in a walk */

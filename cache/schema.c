@@ -2,12 +2,18 @@
  * schema.c: the cache file itself: where it lives, its tables, and
  * whether it can be trusted.
  *
- * The schema, version 6 (PRAGMA user_version = 6), application id
+ * The schema, version 7 (PRAGMA user_version = 7), application id
  * 0x786c6673 "xlfs" (PRAGMA application_id), journal_mode WAL:
  *
  *   meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID
  *	'format'	the primary names' algorithm, hash_algo.name
  *	'settings'	the text last given to cache_check_settings()
+ *	'damaged'	why cache_check() found the file bad: the next
+ *			open sets the file aside
+ *	'objects'	rows in objects, and those without a SHA-1
+ *	'untranslatable'  name, in decimal: changed in the transactions
+ *			that change the rows (cache.c), so that counting
+ *			is not a scan
  *
  *   objects(sha256 BLOB PRIMARY KEY,	32 raw bytes (20 for a SHA-1 store)
  *	     sha1 BLOB,			20 raw bytes; NULL: untranslatable
@@ -107,11 +113,13 @@
  *       BEGIN IMMEDIATE transaction (re-checking inside it, since another
  *       process may be creating it at the same moment)
  *     otherwise they must be ours and CACHE_SCHEMA_VERSION, or version 1
- *       to 4, migrated in place (migrate_v1: a column and an index; then
+ *       to 6, migrated in place (migrate_v1: a column and an index; then
  *       migrate_add: the synthesized packs' tables, the ref names, the
- *       packs' entries in runs, the known pairs)
- *   journal_mode=WAL, quick_check(1), the set of schema objects, meta
- *     'format', then synchronous=NORMAL and every statement prepared
+ *       packs' entries in runs, the known pairs, the counts)
+ *   journal_mode=WAL, quick_check(1) when asked (CACHE_OPEN_CHECK_ALL),
+ *     the set of schema objects, meta 'format', no meta 'damaged' (left
+ *     by a cache_check() that failed), then synchronous=NORMAL and every
+ *     statement prepared
  *
  * A failure that says the file is bad (not a database, malformed, a
  * foreign or future file, a check failing) closes it, renames it and its
@@ -194,6 +202,14 @@
 	") WITHOUT ROWID;"
 
 /* The map's pairs in use: the schema's, and version 5's migration. */
+/* Version 6 to 7: the counts kept in meta, made by a scan once. */
+#define COUNTS_MIGRATION \
+	"INSERT OR REPLACE INTO meta(key, value) " \
+	"SELECT 'objects', CAST(count(*) AS TEXT) FROM objects;" \
+	"INSERT OR REPLACE INTO meta(key, value) " \
+	"SELECT 'untranslatable', CAST(count(*) - count(sha1) AS TEXT) " \
+	"FROM objects;"
+
 #define KNOWN_SCHEMA \
 	"CREATE TABLE known(" \
 	"sha256 BLOB PRIMARY KEY NOT NULL, " \
@@ -251,6 +267,7 @@ static const char schema_sql[] =
 	PACK1_SCHEMA
 	REF_NAMES_SCHEMA
 	KNOWN_SCHEMA
+	COUNTS_MIGRATION
 	"PRAGMA application_id = " STR(CACHE_APP_ID) ";"
 	"PRAGMA user_version = " STR(CACHE_SCHEMA_VERSION) ";";
 
@@ -732,6 +749,12 @@ static int check_file(struct cache *cache, struct buf *why)
 		    (ret = read_header(cache, &app, &version, &tables, why)))
 			return ret;
 	}
+	if (version == 6) {
+		if ((ret = set_wal(cache, why)) ||
+		    (ret = migrate_add(cache, 6, COUNTS_MIGRATION, why)) ||
+		    (ret = read_header(cache, &app, &version, &tables, why)))
+			return ret;
+	}
 	if (version != CACHE_SCHEMA_VERSION)
 		return bad(why, "schema version %lld, this xlatefs uses %d",
 			   (long long)version, CACHE_SCHEMA_VERSION);
@@ -771,6 +794,17 @@ static int check_file(struct cache *cache, struct buf *why)
 	if (strcmp(text.buf, cache->algo->name)) {
 		ret = bad(why, "made for %s objects, not %s", text.buf,
 			  cache->algo->name);
+		goto out;
+	}
+	/* a check of the whole file failed since the last open */
+	rc = query_one(cache, "SELECT value FROM meta WHERE key = 'damaged'",
+		       NULL, &text, &found);
+	if (rc != SQLITE_OK) {
+		ret = check_failed(cache, rc, "reading meta", why);
+		goto out;
+	}
+	if (found) {
+		ret = bad(why, "marked damaged: %s", text.buf);
 		goto out;
 	}
 

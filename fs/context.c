@@ -135,10 +135,10 @@ int xfs_setup(struct xfs *xfs, const struct xfs_conf *conf)
 	return 0;
 }
 
-int xfs_first_build(struct xfs *xfs, int check)
+int xfs_first_build(struct xfs *xfs)
 {
-	int ret = cache_open(&xfs->writer, xfs->cache_path, &hash_sha256,
-			     check ? CACHE_OPEN_CHECK_ALL : 0, xfs_cache_warn, xfs);
+	int ret = cache_open(&xfs->writer, xfs->cache_path, &hash_sha256, 0,
+			     xfs_cache_warn, xfs);
 
 	if (!ret)
 		ret = updater_build(xfs, !xfs->forge && isatty(2));
@@ -188,7 +188,7 @@ int xfs_wake(struct xfs *xfs)
 	 * (a damaged object, say) leaves the rest readable, as in a
 	 * mount with -o background: status tells what went wrong.
 	 */
-	if (xfs_first_build(xfs, 0))	/* checked whole at the first wake */
+	if (xfs_first_build(xfs))
 		xfs_log(xfs, "%s", err_msg());
 	if ((ret = xfs_start(xfs)))
 		goto fail;

@@ -574,7 +574,7 @@ static int first_wake(struct forge *f, struct slot *sl, unsigned slot,
 		free(xfs);
 		return ret;
 	}
-	if (xfs_first_build(xfs, 1))
+	if (xfs_first_build(xfs))
 		xfs_log(xfs, "%s", err_msg());
 	if ((ret = xfs_start(xfs))) {
 		updater_stop(xfs);

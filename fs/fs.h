@@ -182,6 +182,8 @@ struct xfs_status {
 	 */
 	char missing[2048];
 	char compat[512];	/* upstream's map, checked: one line, or "" */
+	/* the updater's whole-file check: "" before it, "ok", or why not */
+	char cache_check[384];
 };
 
 /* ---- the file system -------------------------------------------------------- */
@@ -271,6 +273,7 @@ struct xfs {
 	atomic_int cancel_build;	/* set with stop: a running build ends */
 	pthread_t updater;
 	int updater_started;
+	int cache_checked;		/* the updater's: once a process */
 };
 
 /* ---- a repository's state (context.c) --------------------------------------- */
@@ -291,9 +294,10 @@ struct xfs_conf {
 int xfs_setup(struct xfs *xfs, const struct xfs_conf *conf);
 /*
  * Bring the cache up to date, on a connection of its own, then close
- * it; `check`: check the whole file first (PRAGMA quick_check).
+ * it.  The whole file is not checked here, since that grows with it:
+ * the updater checks it once the mount serves (updater.c).
  */
-int xfs_first_build(struct xfs *xfs, int check);
+int xfs_first_build(struct xfs *xfs);
 /* Open the sqlite pool and start the updater (after the fork). */
 int xfs_start(struct xfs *xfs);
 /*

@@ -177,7 +177,7 @@ static int prepare(struct options *o, struct xfs *xfs, struct forge **forge)
 
 	if ((ret = xfs_setup(xfs, &conf)))
 		return ret;
-	return xfs->background ? 0 : xfs_first_build(xfs, 1);
+	return xfs->background ? 0 : xfs_first_build(xfs);
 }
 
 int main(int argc, char **argv)

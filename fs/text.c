@@ -127,6 +127,9 @@ int text_status(struct xfs *xfs, struct buf *out)
 			       xfs->memo_bytes >> 20, (xfs->page_cache_kib ?
 			       xfs->page_cache_kib : CACHE_PAGE_CACHE_KIB) >> 10,
 			       xfs->nr_readers);
+	if (!ret)
+		ret = buf_addf(out, "cache_check: %s\n",
+			       s.cache_check[0] ? s.cache_check : "pending");
 	if (!ret && s.error[0])
 		ret = buf_addf(out, "error: %s\n", s.error);
 	/* why objects have no name, a line a cause */

@@ -12,6 +12,12 @@
  * The first build of a mount runs in the foreground, before mounting,
  * unless the `background` option asks to mount at once; then this
  * thread does it and `status` shows its progress.
+ *
+ * After its first build, once a process, the thread checks the whole
+ * cache file (cache_check).  That check grows with the file (1.5 s at
+ * a million objects), so it has no place before mounting; a file that
+ * fails is marked, said in `status` and the log, and set aside at the
+ * next mount.  Until then readers check every row they use, as always.
  */
 #include "fs.h"
 
@@ -252,6 +258,29 @@ int updater_build(struct xfs *xfs, int tty)
 	return ret;
 }
 
+/* The whole-file check, its verdict in `status` and the log. */
+static void check_cache(struct xfs *xfs)
+{
+	double start = xfs_now();
+	int ret = cache_check(xfs->writer, &xfs->cancel_build);
+	char verdict[sizeof(xfs->status.cache_check)];
+
+	if (ret && ret != XL_ECORRUPT && atomic_load(&xfs->cancel_build))
+		return;		/* stopped: again at the next wake */
+	xfs->cache_checked = 1;
+	if (!ret)
+		snprintf(verdict, sizeof(verdict), "ok (%.2f s)",
+			 xfs_now() - start);
+	else
+		snprintf(verdict, sizeof(verdict), "%s%s",
+			 ret == XL_ECORRUPT ? "damaged: " : "not run: ", err_msg());
+	pthread_mutex_lock(&xfs->status_lock);
+	memcpy(xfs->status.cache_check, verdict, sizeof(verdict));
+	pthread_mutex_unlock(&xfs->status_lock);
+	if (ret)
+		xfs_log(xfs, "checking the cache: %s", err_msg());
+}
+
 static void *updater_main(void *arg)
 {
 	struct xfs *xfs = arg;
@@ -260,6 +289,8 @@ static void *updater_main(void *arg)
 		struct timespec until;
 
 		updater_build(xfs, 0);
+		if (!xfs->cache_checked)
+			check_cache(xfs);
 		clock_gettime(CLOCK_REALTIME, &until);
 		until.tv_sec += XFS_POLL_INTERVAL_MS / 1000;
 		until.tv_nsec += (long)(XFS_POLL_INTERVAL_MS % 1000) * 1000000L;

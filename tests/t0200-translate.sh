@@ -104,8 +104,25 @@ if command -v sqlite3 >/dev/null 2>&1; then
 	else
 		not_ok "build records every ref's names for a fresh mount (none: $(wc -l <"$TRASH/rn.want") wanted)"
 	fi
+	# refs moved, none new named: the build keeps the rows it can and
+	# looks up only what is new to them, but the rows follow the refs
+	C=$TRASH/rn-moved.git
+	cp -r "$R" "$C"
+	first=$(git -C "$C" for-each-ref --format='%(refname)' refs/heads | head -1)
+	git -C "$C" for-each-ref --format='%(refname)' refs/heads | tail -n +2 |
+		while read -r ref; do git -C "$C" update-ref -d "$ref"; done
+	git -C "$C" tag -d $(git -C "$C" tag) >/dev/null 2>&1
+	old=$(git -C "$C" rev-parse "$first~3")
+	git -C "$C" update-ref "$first" "$old"
+	"$XL" -C "$C" build
+	want="$(echo "$old" | tr A-F a-f) $(git -C "$TW/sha1.git" rev-parse "$first~3")"
+	sqlite3 -readonly "$C/xlatefs-cache.sqlite" \
+		"SELECT lower(hex(sha256)) || ' ' || lower(hex(sha1)) FROM ref_names" >"$TRASH/rn.moved"
+	expect "a build with refs moved and nothing new: the ref names follow" \
+		test "$(cat "$TRASH/rn.moved")" = "$want"
 else
 	missing_tool "build records every ref's names for a fresh mount" "no sqlite3"
+	missing_tool "a build with refs moved and nothing new: the ref names follow" "no sqlite3"
 fi
 
 # map, both ways and in every spelling

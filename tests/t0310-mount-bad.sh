@@ -3,6 +3,9 @@
 #
 #   - a corrupt object: EIO on its files only, a log line naming it, and
 #     everything else still served; repaired, it reads again;
+#   - a cache file damaged past what opening reads: the mount comes up,
+#     its check finds it while serving (status, log), never a wrong name,
+#     and the next mount sets the file aside and rebuilds;
 #   - -o background: the mount is there at once while the cache is
 #     built; sha1/ never shows a wrong name meanwhile, and ends complete;
 #   - mounting through mount(8) and mount.fuse3, as /etc/fstab does;
@@ -140,6 +143,66 @@ if xl_mount "$C" "$M"; then
 	xl_umount "$M"
 else
 	not_ok "mount the repository to corrupt"
+fi
+
+# ---- a cache file damaged where opening does not read ---------------------------
+# Opening checks the header, the schema and the format; the whole file
+# (quick_check, growing with it) is checked by the mount once it serves.
+wait_check() {
+	for _ in $(seq 300); do
+		grep -q '^cache_check: [^p]' "$1/status" && break
+		sleep 0.1
+	done
+}
+D=$TRASH/damaged.git
+cp -r "$R" "$D"
+rm -f "$D"/xlatefs-cache.sqlite*
+"$XL" -C "$D" build
+F=$D/xlatefs-cache.sqlite
+M=$TRASH/dmg
+if xl_mount "$D" "$M"; then
+	wait_check "$M"
+	expect "a healthy cache: status says its check passed" \
+		grep -q '^cache_check: ok' "$M/status"
+	xl_umount "$M"
+else
+	not_ok "mount the repository whose cache is to be damaged"
+fi
+test ! -e "$F-wal" || not_ok "the cache was left whole in its main file"
+# one page in the middle (objects and their index): no header, no schema
+pages=$(($(stat -c %s "$F") / 4096))
+head -c 4096 /dev/zero | tr '\0' 'Z' |
+	dd of="$F" bs=4096 seek=$((pages / 2)) conv=notrunc status=none
+if xl_mount "$D" "$M"; then
+	ok "a cache damaged deep inside: the mount comes up"
+	wait_check "$M"
+	expect "  its check finds the damage: status says so" \
+		grep -q '^cache_check: damaged: .*quick_check' "$M/status"
+	expect "  and the log" grep -q 'checking the cache: .*damaged' "$M.log"
+	# served meanwhile: what comes back is right, or an error
+	git --git-dir="$M/sha1" log --all --format='%H %T' >"$TRASH/dlog" 2>/dev/null
+	git --git-dir="$S1" log --all --format='%H %T' >"$TRASH/slog"
+	if [ -n "$(tail -c1 "$TRASH/dlog")" ]; then
+		sed -i '$d' "$TRASH/dlog"	# a reader cut short
+	fi
+	expect "  never a wrong name served meanwhile ($(wc -l <"$TRASH/dlog") of $(wc -l <"$TRASH/slog") lines)" \
+		sh -c "! grep -vxFf '$TRASH/slog' '$TRASH/dlog'"
+	expect "  the daemon is still there" kill -0 "$(cat "$M.pid")"
+	xl_umount "$M"
+else
+	not_ok "a cache damaged deep inside: the mount comes up"
+fi
+if xl_mount "$D" "$M"; then
+	expect "the next mount sets the damaged file aside" \
+		grep -q "marked damaged.*corrupt" "$M.log"
+	expect "  keeping it beside" test -f "$F.corrupt"
+	wait_check "$M"
+	expect "  the new file passes its check" grep -q '^cache_check: ok' "$M/status"
+	same_file "  and sha1/ is whole again" \
+		<(git --git-dir="$M/sha1" log --all --format='%H %T') "$TRASH/slog"
+	xl_umount "$M"
+else
+	not_ok "the next mount sets the damaged file aside"
 fi
 
 # ---- mount(8), as from /etc/fstab -------------------------------------------------

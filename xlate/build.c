@@ -2753,32 +2753,67 @@ static int lay_out(struct build *b)
  */
 #define REF_NAMES_MAX 131072
 
+/* A list of (sha256, sha1) pairs, two oids each. */
+struct name_pairs {
+	struct oid *v;
+	size_t nr, alloc;		/* pairs */
+};
+
+static int pairs_add(struct name_pairs *p, const struct oid *sha256,
+		     const struct oid *sha1)
+{
+	if (ARRAY_GROW(p->v, 2 * p->nr + 1, p->alloc, 128))
+		return err_set(XL_ENOMEM, "out of memory");
+	p->v[2 * p->nr] = *sha256;
+	p->v[2 * p->nr + 1] = *sha1;
+	p->nr++;
+	return 0;
+}
+
 struct ref_names {
 	struct build *b;
 	const struct xlate_names *names;	/* b's table */
-	struct oid *pairs;		/* sha256, sha1, sha256, sha1, ... */
-	size_t nr, alloc;		/* pairs */
+	struct name_pairs now;
+	/*
+	 * The rows kept by the last build, sorted: most refs name what
+	 * they named then, and a row is the objects table's own answer
+	 * (rows leave when their object is refused), so a ref found here
+	 * costs no lookup.  At a million objects and 20,000 refs, the
+	 * lookups were most of the start-up of a mount.
+	 */
+	struct name_pairs kept;
 	int ret;
 };
+
+static int cmp_pair(const void *a, const void *b)
+{
+	return oid_cmp(a, b);
+}
+
+static int keep_ref_name(const struct oid *sha256, const struct oid *sha1,
+			 void *data)
+{
+	return pairs_add(data, sha256, sha1);
+}
 
 static int add_ref_name(struct ref_names *rn, const struct oid *oid)
 {
 	struct cache_object co;
+	const struct oid *kept;
 	int ret;
 
-	if (rn->nr >= REF_NAMES_MAX || !oid->algo || oid_is_null(oid))
+	if (rn->now.nr >= REF_NAMES_MAX || !oid->algo || oid_is_null(oid))
 		return 0;
+	kept = rn->kept.nr ? bsearch(oid, rn->kept.v, rn->kept.nr,
+				     2 * sizeof(*rn->kept.v), cmp_pair) : NULL;
+	if (kept)
+		return pairs_add(&rn->now, oid, kept + 1);
 	ret = xlate_names_get(rn->names, rn->b->cache, oid, &co);
 	if (ret == XL_ENOTFOUND || (!ret && !co.sha1.algo))
 		return 0;	/* not ours, or untranslatable: nothing to spare */
 	if (ret)
 		return ret;
-	if (ARRAY_GROW(rn->pairs, 2 * rn->nr + 1, rn->alloc, 128))
-		return err_set(XL_ENOMEM, "out of memory");
-	rn->pairs[2 * rn->nr] = *oid;
-	rn->pairs[2 * rn->nr + 1] = co.sha1;
-	rn->nr++;
-	return 0;
+	return pairs_add(&rn->now, oid, &co.sha1);
 }
 
 static int note_ref_name(const struct ref *ref, void *data)
@@ -2793,46 +2828,58 @@ static int note_ref_name(const struct ref *ref, void *data)
 	return 0;
 }
 
-static int cmp_pair(const void *a, const void *b)
+static int same_pairs(const struct oid *a, const struct oid *b, size_t na,
+		      size_t nb)
 {
-	return oid_cmp(a, b);
+	if (na != nb)
+		return 0;
+	for (size_t i = 0; i < 2 * na; i++)
+		if (oid_cmp(&a[i], &b[i]))
+			return 0;
+	return 1;
 }
 
 /*
  * Record what the refs name now, for the next fresh mount (see the
- * cache's ref_names).  Refs that cannot be read are the mount's
- * business, not the build's: then the old rows stay, which are still
- * true names, only perhaps of other refs.
+ * cache's ref_names), and write them only if that changed.  Refs that
+ * cannot be read are the mount's business, not the build's: then the
+ * old rows stay, which are still true names, only perhaps of other
+ * refs.
  */
 static int remember_ref_names(struct build *b)
 {
 	struct xlate_names names = { names_get, names_map, names_form, b, NULL };
 	struct ref_names rn = { .b = b, .names = &names };
+	struct name_pairs *now = &rn.now;
 	size_t n = 0;
 	int ret;
 
-	if (refs_for_each(b->repo, note_ref_name, &rn) && !rn.ret) {
-		free(rn.pairs);
-		return 0;
-	}
-	if (rn.ret) {
-		free(rn.pairs);
-		return rn.ret;
-	}
+	if ((ret = cache_for_each_ref_name(b->cache, keep_ref_name, &rn.kept)))
+		goto out;
+	if (rn.kept.nr)
+		qsort(rn.kept.v, rn.kept.nr, 2 * sizeof(*rn.kept.v), cmp_pair);
+	if (refs_for_each(b->repo, note_ref_name, &rn) && !rn.ret)
+		goto out;
+	if ((ret = rn.ret))
+		goto out;
 	/* in name order, each once (refs share commits) */
-	if (rn.nr)
-		qsort(rn.pairs, rn.nr, 2 * sizeof(*rn.pairs), cmp_pair);
-	for (size_t i = 0; i < rn.nr; i++)
-		if (!n || oid_cmp(&rn.pairs[2 * (n - 1)], &rn.pairs[2 * i])) {
-			rn.pairs[2 * n] = rn.pairs[2 * i];
-			rn.pairs[2 * n + 1] = rn.pairs[2 * i + 1];
+	if (now->nr)
+		qsort(now->v, now->nr, 2 * sizeof(*now->v), cmp_pair);
+	for (size_t i = 0; i < now->nr; i++)
+		if (!n || oid_cmp(&now->v[2 * (n - 1)], &now->v[2 * i])) {
+			now->v[2 * n] = now->v[2 * i];
+			now->v[2 * n + 1] = now->v[2 * i + 1];
 			n++;
 		}
+	if (same_pairs(now->v, rn.kept.v, n, rn.kept.nr))
+		goto out;	/* the same rows */
 	if ((ret = cache_begin(b->cache)) ||
-	    (ret = cache_ref_names_set(b->cache, rn.pairs, n)) ||
+	    (ret = cache_ref_names_set(b->cache, now->v, n)) ||
 	    (ret = cache_commit(b->cache)))
 		cache_rollback(b->cache);
-	free(rn.pairs);
+out:
+	free(now->v);
+	free(rn.kept.v);
 	return ret;
 }
 

@@ -27,7 +27,7 @@ struct cli {
 	struct repo *repo;	/* opened on demand by cli_repo() */
 	struct cache *cache;	/* opened on demand by cli_cache() */
 	int built;		/* the cache was brought up to date */
-	int check_all;		/* check the whole cache file on open (build, verify) */
+	int check_all;		/* check the whole cache file on open (verify) */
 	int threads;		/* build --threads; 0: one per online processor */
 	struct xlate_pack1_stats pack1_stats;	/* the last build's layouts */
 };

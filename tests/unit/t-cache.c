@@ -1029,6 +1029,58 @@ TEST(corrupt_truncated)
 	scratch_end();
 }
 
+/*
+ * Damage deep in the file, past what opening reads: an open without the
+ * whole-file check (a mount's) takes it, cache_check() finds it later
+ * and marks the file, and the next open sets it aside.
+ */
+TEST(corrupt_found_by_check)
+{
+	struct warnings w = { 0 };
+	unsigned char junk[4096];
+	struct cache *c = NULL;
+	atomic_int cancel = 1;
+	struct buf v = BUF_INIT;
+	struct stat st;
+	FILE *f;
+
+	scratch_begin();
+	make_cache(&hash_sha256, 20000);
+	CHECK_INT(stat(db_path, &st), 0);
+	/* a healthy file passes, and a cancelled check says nothing */
+	CHECK_INT(cache_open(&c, db_path, &hash_sha256, 0, on_warn, &w), 0);
+	CHECK_INT(cache_check(c, NULL), 0);
+	CHECK_INT(cache_check(c, &cancel), XL_EIO);
+	CHECK_INT(cache_meta_get(c, "damaged", &v), XL_ENOTFOUND);
+	CHECK_INT(cache_meta_put(c, "damaged", "no"), XL_EINVALID);
+	cache_close(c);
+
+	/* one page in the middle of the objects: a B-tree page */
+	memset(junk, 0x5a, sizeof(junk));
+	f = fopen(db_path, "r+b");
+	CHECK(f != NULL);
+	if (f) {
+		fseek(f, (long)(st.st_size / 4096 / 2) * 4096, SEEK_SET);
+		fwrite(junk, 1, sizeof(junk), f);
+		fclose(f);
+	}
+	CHECK_INT(cache_open(&c, db_path, &hash_sha256, 0, on_warn, &w), 0);
+	CHECK_INT(w.n, 0);
+	CHECK_INT(cache_check(c, NULL), XL_ECORRUPT);
+	CHECK(strstr(err_msg(), "damaged") != NULL);
+	CHECK_INT(cache_meta_get(c, "damaged", &v), 0);
+	CHECK(strstr(v.buf, "quick_check") != NULL);
+	cache_close(c);
+
+	/* the mark alone condemns it: no whole-file check asked */
+	CHECK_INT(cache_open(&c, db_path, &hash_sha256, 0, on_warn, &w), 0);
+	check_replaced(c, &w);
+	CHECK(strstr(w.last, "marked damaged") != NULL);
+	cache_close(c);
+	buf_release(&v);
+	scratch_end();
+}
+
 TEST(corrupt_foreign_application)
 {
 	struct warnings w = { 0 };
@@ -1898,6 +1950,10 @@ static void check_migrated(int from, const char *drop)
 			  CACHE_SCHEMA_VERSION);
 		CHECK_INT(cache_count(c, &n, &u), 0);
 		CHECK_INT(n, 50);
+		CHECK_INT(u, 5);
+		/* kept in meta by the migration, not made by a scan now */
+		CHECK_INT(sql_int(db_path, "SELECT value FROM meta WHERE key = 'objects'"), 50);
+		CHECK_INT(sql_int(db_path, "SELECT value FROM meta WHERE key = 'untranslatable'"), 5);
 		CHECK_INT(sql_int(db_path, "SELECT count(*) FROM pack1_chunks"), 0);
 		CHECK_INT(sql_int(db_path, "SELECT count(*) FROM ref_names"), 0);
 		CHECK_INT(sql_int(db_path, "SELECT count(*) FROM known"), 0);
@@ -1912,6 +1968,89 @@ static void check_migrated(int from, const char *drop)
 	"offset INTEGER NOT NULL, len INTEGER NOT NULL, src INTEGER NOT NULL, " \
 	"hdr BLOB NOT NULL, sha256 BLOB, base BLOB, data BLOB, " \
 	"crc INTEGER NOT NULL, PRIMARY KEY (pack, offset)) WITHOUT ROWID;"
+
+/* Version 6 gains the counts in meta. */
+TEST(migrate_from_version_6)
+{
+	check_migrated(6, "DELETE FROM meta WHERE key IN ('objects', "
+		       "'untranslatable');");
+}
+
+/*
+ * The counts kept in meta follow the rows through everything that
+ * changes them, and always equal a scan.
+ */
+static void check_counts(struct cache *c, uint64_t want_n, uint64_t want_u,
+			 int line)
+{
+	uint64_t n = 0, u = 0, sn = 0, su = 0;
+
+	if (cache_count(c, &n, &u) || cache_count_rows(c, &sn, &su) ||
+	    n != want_n || u != want_u || sn != n || su != u)
+		harness_fail(__FILE__, line, "counts %llu/%llu, scan %llu/%llu, "
+			     "want %llu/%llu", (unsigned long long)n,
+			     (unsigned long long)u, (unsigned long long)sn,
+			     (unsigned long long)su, (unsigned long long)want_n,
+			     (unsigned long long)want_u);
+}
+
+TEST(counts_follow_rows)
+{
+	struct cache *c = NULL, *c2 = NULL;
+	struct cache_object obj;
+
+	scratch_begin();
+	c = open_ok(&hash_sha256, NULL);
+	CHECK_INT(cache_open(&c2, db_path, &hash_sha256, 0, NULL, NULL), 0);
+	if (!c || !c2)
+		goto out;
+	check_counts(c, 0, 0, __LINE__);
+	/* a batch: its own rows count inside it, and for all at commit */
+	CHECK_INT(cache_begin(c), 0);
+	CHECK_INT(put_range(c, 0, 100), 0);
+	check_counts(c, 100, 10, __LINE__);
+	CHECK_INT(cache_commit(c), 0);
+	check_counts(c, 100, 10, __LINE__);
+	check_counts(c2, 100, 10, __LINE__);
+	/* rolled back: nothing */
+	CHECK_INT(cache_begin(c), 0);
+	CHECK_INT(put_range(c, 100, 150), 0);
+	cache_rollback(c);
+	check_counts(c, 100, 10, __LINE__);
+	/* the same rows again, from another connection: counted once */
+	CHECK_INT(cache_begin(c2), 0);
+	CHECK_INT(put_range(c2, 50, 120), 0);
+	CHECK_INT(cache_commit(c2), 0);
+	check_counts(c, 120, 12, __LINE__);
+	/* a refusal named after all, and a name refused after all */
+	make_obj(&obj, 7);
+	fill_name(&obj.sha1, &hash_sha1, 7, 2);
+	obj.reason = NULL;
+	CHECK_INT(cache_put(c, &obj), 0);	/* outside a batch */
+	check_counts(c2, 120, 11, __LINE__);
+	make_obj(&obj, 8);
+	memset(&obj.sha1, 0, sizeof(obj.sha1));
+	obj.reason = "a collision";
+	CHECK_INT(cache_put(c, &obj), 0);
+	check_counts(c2, 120, 12, __LINE__);
+	/* counts someone broke are made again from the rows */
+	sql(db_path, "UPDATE meta SET value = 'x' WHERE key = 'objects'");
+	check_counts(c, 120, 12, __LINE__);
+	CHECK_INT(sql_int(db_path, "SELECT value FROM meta WHERE key = 'objects'"), 120);
+	sql(db_path, "UPDATE meta SET value = '3' WHERE key = 'objects'");
+	check_counts(c2, 120, 12, __LINE__);	/* fewer rows than refusals */
+	sql(db_path, "DELETE FROM meta WHERE key = 'untranslatable'");
+	check_counts(c2, 120, 12, __LINE__);
+	/* emptied for new settings (here: rows of unrecorded ones): none */
+	CHECK_INT(cache_check_settings(c, "a"), 1);
+	check_counts(c2, 0, 0, __LINE__);
+	CHECK_INT(put_range(c, 0, 20), 0);
+	check_counts(c2, 20, 2, __LINE__);
+out:
+	cache_close(c);
+	cache_close(c2);
+	scratch_end();
+}
 
 /* Version 5 gains the known pairs' table. */
 TEST(migrate_from_version_5)
@@ -2211,6 +2350,9 @@ const struct test tests[] = {
 	T(migrate_from_version_5),
 	T(corrupt_garbage),
 	T(corrupt_truncated),
+	T(corrupt_found_by_check),
+	T(counts_follow_rows),
+	T(migrate_from_version_6),
 	T(corrupt_foreign_application),
 	T(corrupt_future_version),
 	T(pack1_layouts),
