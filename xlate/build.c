@@ -417,7 +417,12 @@ struct build {
 	 * missing_lock).
 	 */
 	struct xmap known;
-	struct oid *todo;		/* new objects, in name order */
+	/*
+	 * New objects, as indexes into map.entries (which stay put when
+	 * the table grows), in name order: 4 bytes each where a name took
+	 * 40, and no probe of the table to find its entry again.
+	 */
+	uint32_t *todo;
 	size_t nr, alloc;
 	struct pack_mark *packs;	/* packs to mark finished at the end */
 	size_t nr_packs, alloc_packs;
@@ -1194,6 +1199,43 @@ static int add_known_pair(void *data, const struct oid *o256,
 	return 0;
 }
 
+static uint32_t entry_index(const struct build *b, const struct xmap_entry *e)
+{
+	return (uint32_t)(e - b->map.entries);
+}
+
+static void entry_oid(const struct build *b, uint32_t i, struct oid *oid)
+{
+	oid_from_raw(oid, repo_algo(b->repo), b->map.entries[i].key);
+}
+
+/* New object i (of b->todo): its entry, its name. */
+static struct xmap_entry *todo_entry(const struct build *b, size_t i)
+{
+	return &b->map.entries[b->todo[i]];
+}
+
+static void todo_oid(const struct build *b, size_t i, struct oid *oid)
+{
+	entry_oid(b, b->todo[i], oid);
+}
+
+static int todo_add(struct build *b, const struct xmap_entry *e)
+{
+	if (ARRAY_GROW(b->todo, b->nr, b->alloc, 1024))
+		return XL_ENOMEM;
+	b->todo[b->nr++] = entry_index(b, e);
+	return 0;
+}
+
+static int cmp_todo(const void *x, const void *y, void *data)
+{
+	const struct xmap_entry *entries = data;
+
+	return memcmp(entries[*(const uint32_t *)x].key,
+		      entries[*(const uint32_t *)y].key, 32);
+}
+
 /* ---- gather and classify -------------------------------------------- */
 
 static int note_object(const struct oid *oid, void *data)
@@ -1218,10 +1260,7 @@ static int note_object(const struct oid *oid, void *data)
 			return XL_ENOMEM;
 	}
 	e->is_new = 1;
-	if (ARRAY_GROW(b->todo, b->nr, b->alloc, 1024))
-		return XL_ENOMEM;
-	b->todo[b->nr++] = *oid;
-	return 0;
+	return todo_add(b, e);
 }
 
 static int note_pack(const struct odb_pack_info *info, void *data)
@@ -1286,10 +1325,7 @@ static int note_retry(const struct cache_object *co, void *data)
 	e->state = XMAP_PENDING;
 	e->is_new = 1;
 	e->flags = XMAP_F_RETRIED;
-	if (ARRAY_GROW(b->todo, b->nr, b->alloc, 1024))
-		return XL_ENOMEM;
-	b->todo[b->nr++] = co->sha256;
-	return 0;
+	return todo_add(b, e);
 }
 
 /*
@@ -1332,11 +1368,6 @@ static int unmark_pack(const struct odb_pack_info *info, void *data)
 		break;
 	}
 	return 0;
-}
-
-static int cmp_oid(const void *a, const void *b)
-{
-	return oid_cmp(a, b);
 }
 
 /*
@@ -1444,12 +1475,14 @@ static int par_for(struct build *b, size_t n, par_fn fn)
 static int classify_one(struct build *b, size_t i, struct buf *scratch)
 {
 	/* entries do not move: nothing is added to the table meanwhile */
-	struct xmap_entry *e = xmap_get(&b->map, &b->todo[i]);
+	struct xmap_entry *e = todo_entry(b, i);
 	enum obj_type type;
+	struct oid oid;
 	size_t size;
 	int ret;
 
-	if ((ret = odb_read_header(b->odb, &b->todo[i], &type, &size))) {
+	todo_oid(b, i, &oid);
+	if ((ret = odb_read_header(b->odb, &oid, &type, &size))) {
 		if (!is_unreadable(ret))
 			return ret;
 		set_unreadable(b, e, ret);
@@ -1516,12 +1549,14 @@ static int hash_blob(struct odb *odb, const struct oid *oid,
 /* The SHA-1 name of new object i, if it is a blob still to name. */
 static int blob_one(struct build *b, size_t i, struct buf *scratch)
 {
-	struct xmap_entry *e = xmap_get(&b->map, &b->todo[i]);
+	struct xmap_entry *e = todo_entry(b, i);
+	struct oid oid;
 	int ret;
 
 	if (e->state != XMAP_PENDING || e->type != OBJ_BLOB)
 		return 0;
-	ret = hash_blob(b->odb, &b->todo[i], e->sha1, scratch);
+	todo_oid(b, i, &oid);
+	ret = hash_blob(b->odb, &oid, e->sha1, scratch);
 	if (ret && !is_unreadable(ret))
 		return ret;
 	if (ret) {
@@ -1549,13 +1584,14 @@ static int name_blobs(struct build *b)
 	 * lookup by SHA-1 name, as for every other new object).
 	 */
 	for (size_t i = 0; i < b->nr && !ret; i++) {
-		const struct oid *oid = &b->todo[i];
-		struct xmap_entry *e = xmap_get(&b->map, oid);
-		struct oid sha1;
+		struct xmap_entry *e = todo_entry(b, i);
+		struct oid name, sha1;
+		const struct oid *oid = &name;
 
 		/* every new blob was pending (the unreadable ones have no type) */
 		if (e->type != OBJ_BLOB)
 			continue;
+		todo_oid(b, i, &name);
 		if (e->state == XMAP_BAD) {
 			ret = store(b, oid);	/* counts it; stores nothing */
 			continue;
@@ -1650,16 +1686,6 @@ struct sched {
 	int error;			/* the first error that stops the walk */
 	char errmsg[1024];		/* and its message (err_msg() is per thread) */
 };
-
-static uint32_t entry_index(const struct build *b, const struct xmap_entry *e)
-{
-	return (uint32_t)(e - b->map.entries);
-}
-
-static void entry_oid(const struct build *b, uint32_t i, struct oid *oid)
-{
-	oid_from_raw(oid, repo_algo(b->repo), b->map.entries[i].key);
-}
 
 /* Queue entry i on q (under s->lock), and wake a walker for it. */
 static int push(struct sched *s, struct queue *q, uint32_t i)
@@ -2508,11 +2534,11 @@ static int name_the_rest(struct build *b)
 	 */
 	for (int pass = 0; pass < 2 && !ret; pass++) {
 		for (size_t i = b->nr; i-- && !ret;) {
-			struct xmap_entry *e = xmap_get(&b->map, &b->todo[i]);
+			struct xmap_entry *e = todo_entry(b, i);
 
 			if (e->state == XMAP_PENDING && e->type != OBJ_BLOB &&
 			    (e->type == OBJ_TREE) == !pass)
-				ret = push(&s, &s.open, entry_index(b, e));
+				ret = push(&s, &s.open, b->todo[i]);
 		}
 	}
 	if (!s.open.nr)
@@ -2588,13 +2614,15 @@ static int refuse_dependents(struct build *b)
 	while (changed && !ret) {
 		changed = 0;
 		for (size_t i = 0; i < b->nr && !ret; i++) {
-			struct xmap_entry *e = xmap_get(&b->map, &b->todo[i]);
+			struct xmap_entry *e = todo_entry(b, i);
 			struct bad_ref_ctx c = { b, { { 0 }, NULL }, 0 };
 			enum obj_type type;
+			struct oid oid;
 
 			if (e->state != XMAP_DONE || e->type == OBJ_BLOB)
 				continue;
-			if (odb_read(b->odb, &b->todo[i], &type, &content))
+			todo_oid(b, i, &oid);
+			if (odb_read(b->odb, &oid, &type, &content))
 				continue;
 			xlate_refs(repo_algo(b->repo), type, content.buf,
 				   content.len, find_bad_ref, &c);
@@ -2603,8 +2631,8 @@ static int refuse_dependents(struct build *b)
 
 				snprintf(why, sizeof(why), "refers to untranslatable %s",
 					 oid_to_hex_r(hex, &c.bad));
-				xmap_set_bad(xmap_get(&b->map, &b->todo[i]), why);
-				ret = store(b, &b->todo[i]);
+				xmap_set_bad(todo_entry(b, i), why);
+				ret = store(b, &oid);
 				changed = 1;
 			}
 		}
@@ -3165,15 +3193,19 @@ int xlate_build(struct repo *repo, struct cache *cache,
 	    (ret = odb_for_each_loose(b.odb, note_object, &b)))
 		goto out;
 	/* the refusals for now, if anything has arrived they may wait for */
-	for (size_t i = 0; i < b.nr; i++)
-		name_sum_add(&gathered, &b.todo[i]);
+	for (size_t i = 0; i < b.nr; i++) {
+		struct oid oid;
+
+		todo_oid(&b, i, &oid);
+		name_sum_add(&gathered, &oid);
+	}
 	if (!b.cache_empty && (ret = retry_due(&b, &gathered, &due)))
 		goto out;
 	if (due && (ret = cache_for_each(cache, CACHE_EACH_RETRY, note_retry, &b)))
 		goto out;
 	stats->retried = due || b.cache_empty;
 	if (b.nr)
-		qsort(b.todo, b.nr, sizeof(*b.todo), cmp_oid);
+		qsort_r(b.todo, b.nr, sizeof(*b.todo), cmp_todo, b.map.entries);
 	if ((ret = claims_init(&b.claims, b.nr)))
 		goto out;
 	b.total = b.nr;
@@ -3210,11 +3242,12 @@ int xlate_build(struct repo *repo, struct cache *cache,
 	b.batch_start = seconds();
 	/* the unreadable ones first: they are settled */
 	for (size_t i = 0; i < b.nr && !ret; i++) {
-		struct xmap_entry *e = xmap_get(&b.map, &b.todo[i]);
+		struct oid oid;
 
-		if (e->state == XMAP_BAD) {
+		if (todo_entry(&b, i)->state == XMAP_BAD) {
 			atomic_fetch_add(&b.done, 1);
-			ret = store(&b, &b.todo[i]);
+			todo_oid(&b, i, &oid);
+			ret = store(&b, &oid);
 		}
 	}
 	if (!ret)

@@ -15,9 +15,9 @@
 #     on one thread);
 #   - start-up: how long a mount whose cache is built takes to come up
 #     (until the mount point is there), median of XL_BENCH_RUNS;
-#   - incremental: a fetch of about 10,000 new objects (a pack of its
-#     own, as a fetch leaves it): git xlate build against git index-pack
-#     on that pack alone, medians.
+#   - incremental: a real fetch of about 10,000 new objects (the pack
+#     it leaves): git xlate build against git index-pack on that pack
+#     alone, medians.
 #
 # XL_BENCH_RUNS defaults to 3 here.  Exits 0 whatever the figures.
 
@@ -65,9 +65,16 @@ else
 	echo "start-up: skipped (no $XLATEFS or no /dev/fuse)"
 fi
 
-# ---- incremental: ~10,000 new objects in a pack of their own ------------------------
+# ---- incremental: a fetch of ~10,000 new objects -----------------------------------
+# The new commits are made in a clone of their own and fetched, so that
+# the new pack is what a fetch leaves: made by pack-objects (newer
+# versions whole, older ones deltas against them), thin, completed by
+# index-pack --fix-thin.  (fast-import's own pack has its deltas the
+# other way round and no appended bases: not what users fetch.)
 inc=$tmp/inc.git
+src=$tmp/src.git
 git clone -q --bare --no-hardlinks "$repo" "$inc"
+git clone -q --bare --shared "$repo" "$src"
 cp "$cache" "$tmp/i.sqlite"
 # new commits on main, each changing a few files: about 10,000 objects
 export GIT_AUTHOR_NAME=bench GIT_AUTHOR_EMAIL=bench@example.com
@@ -91,10 +98,11 @@ awk -v commits=700 '
 			}
 		}
 	}' "$tmp/files" >"$tmp/inc.fi"
+git -C "$src" fast-import --quiet <"$tmp/inc.fi"
 before=$(ls "$inc"/objects/pack/*.pack)
-git -C "$inc" fast-import --quiet <"$tmp/inc.fi"
+git -C "$inc" -c fetch.unpackLimit=1 fetch -q "$src" main:main
 newpack=$(ls "$inc"/objects/pack/*.pack | grep -vxF "$before" | head -1)
-[ -n "$newpack" ] || die "fast-import made no pack"
+[ -n "$newpack" ] || die "the fetch left no pack"
 newobj=$(git -C "$inc" show-index <"${newpack%.pack}.idx" | wc -l | tr -d ' ')
 nonrepo=$tmp/nonrepo
 mkdir "$nonrepo"
