@@ -293,22 +293,23 @@ if [ $have_sqlite = 1 ]; then
 		ok "a SHA-1 form whose size is not the cache's is refused" ||
 		{ not_ok "a SHA-1 form whose size is not the cache's is refused (exit $rc)"; sed 's/^/# /' "$TRASH/err"; }
 	sqlite3 "$db" "UPDATE objects SET size1 = size1 - 1 WHERE sha256 = x'$t256'"
-	# a wrong SHA-1 name in a copy of the cache: verify names the row
-	# and the tree that refers to it (its memos are filled from the
-	# cache, so they hide nothing)
-	cp "$db" "$TRASH/tampered.sqlite"
+	# verify of a copy of the cache that SQL $1 changed, into $TRASH/tv
+	verify_changed() {
+		cp "$db" "$TRASH/changed.sqlite"
+		sqlite3 "$TRASH/changed.sqlite" "$1"
+		"$XL" -C "$D" --cache "$TRASH/changed.sqlite" verify >"$TRASH/tv" 2>&1
+	}
+	# a wrong SHA-1 name: verify names the row and the tree that refers
+	# to it (its memos are filled from the cache, so they hide nothing)
 	b256=$(git -C "$D" ls-tree main | awk '$2 == "blob" { print $3; exit }')
-	sqlite3 "$TRASH/tampered.sqlite" "UPDATE objects SET sha1 = x'0123456789012345678901234567890123456789' WHERE sha256 = x'$b256'"
-	"$XL" -C "$D" --cache "$TRASH/tampered.sqlite" verify >"$TRASH/tv" 2>&1
+	verify_changed "UPDATE objects SET sha1 = x'0123456789012345678901234567890123456789' WHERE sha256 = x'$b256'"
 	rc=$?
 	[ $rc -ne 0 ] && grep -q "^bad $b256: SHA-1 form hashes to" "$TRASH/tv" &&
 		grep -q "^bad $t256: SHA-1 form hashes to" "$TRASH/tv" &&
 		ok "verify: a wrong SHA-1 name in the cache, and the tree naming it" ||
 		{ not_ok "verify: a wrong SHA-1 name in the cache, and the tree naming it (exit $rc)"; sed 's/^/# /' "$TRASH/tv" | head; }
 	# counts that do not match the rows (kept in meta, not scanned)
-	cp "$db" "$TRASH/miscounted.sqlite"
-	sqlite3 "$TRASH/miscounted.sqlite" "UPDATE meta SET value = CAST(value + 1 AS TEXT) WHERE key = 'objects'"
-	"$XL" -C "$D" --cache "$TRASH/miscounted.sqlite" verify >"$TRASH/tv" 2>&1
+	verify_changed "UPDATE meta SET value = CAST(value + 1 AS TEXT) WHERE key = 'objects'"
 	rc=$?
 	[ $rc -ne 0 ] && grep -q "^bad counts: the cache says" "$TRASH/tv" &&
 		grep -q "^verify: .* 1 bad" "$TRASH/tv" &&
