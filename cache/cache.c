@@ -1406,16 +1406,10 @@ static int check_cancelled(void *data)
 	return atomic_load((const atomic_int *)data) != 0;
 }
 
-/*
- * quick_check(1) stops at the first problem, which is all a verdict
- * needs.  Rows it reads are not kept: the page cache is the
- * connection's, and a mount's writer has a small one.
- */
 int cache_check(struct cache *cache, const atomic_int *cancel)
 {
-	sqlite3_stmt *st = NULL;
-	char why[384] = "";
-	int rc, ret;
+	struct buf why = BUF_INIT;
+	int ret;
 
 	if ((ret = lock(cache)))
 		return ret;
@@ -1427,47 +1421,25 @@ int cache_check(struct cache *cache, const atomic_int *cancel)
 	if (cancel)
 		sqlite3_progress_handler(cache->db, 10000, check_cancelled,
 					 (void *)cancel);
-	rc = sqlite3_prepare_v2(cache->db, "PRAGMA quick_check(1)", -1, &st,
-				NULL);
-	if (rc == SQLITE_OK)
-		rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
-		const char *t = (const char *)sqlite3_column_text(st, 0);
-
-		if (t && !strcmp(t, "ok"))
-			ret = 0;
-		else
-			snprintf(why, sizeof(why), "quick_check: %s",
-				 t ? t : "no answer");
-	} else if ((rc & 0xff) == SQLITE_CORRUPT ||
-		   (rc & 0xff) == SQLITE_NOTADB) {
-		snprintf(why, sizeof(why), "quick_check: %s",
-			 sqlite3_errmsg(cache->db));
-	} else {
-		ret = cache_db_err(cache, rc, "checking the whole file");
-	}
-	sqlite3_finalize(st);
+	ret = cache_quick_check(cache, &why);
 	if (cancel)
 		sqlite3_progress_handler(cache->db, 0, NULL, NULL);
-	if (why[0]) {
+	if (ret == 1) {
 		sqlite3_stmt *put = cache->stmt[ST_META_PUT];
-
-		/* sqlite's report has lines: one line, for logs and status */
-		for (char *c = why; (c = strchr(c, '\n')); )
-			*c = ' ';
 
 		/* a write into a damaged file may fail too: then say so */
 		sqlite3_bind_text(put, 1, "damaged", -1, SQLITE_STATIC);
-		sqlite3_bind_text(put, 2, why, -1, SQLITE_STATIC);
+		sqlite3_bind_text(put, 2, why.buf, -1, SQLITE_STATIC);
 		if (run(cache, ST_META_PUT, "marking it damaged"))
 			ret = err_set(XL_ECORRUPT, "cache %s is damaged (%s), and "
 				      "marking it so failed (%s): remove it",
-				      cache->path, why, err_msg());
+				      cache->path, why.buf, err_msg());
 		else
 			ret = err_set(XL_ECORRUPT, "cache %s is damaged (%s); the "
 				      "next open sets it aside and starts afresh",
-				      cache->path, why);
+				      cache->path, why.buf);
 	}
+	buf_release(&why);
 	unlock(cache);
 	return ret;
 }

@@ -142,4 +142,13 @@ uint64_t cache_next_serial(void);
  */
 int cache_db_err(struct cache *cache, int rc, const char *what);
 
+/*
+ * sqlite's quick_check(1) of the whole file (it stops at the first
+ * problem, which is all a verdict needs): 0 if it passes, 1 with the
+ * reason, on one line, in `why` if the file is bad, or an XL_E* code
+ * when the check could not run, which says nothing about the file.
+ * For cache_open() (CACHE_OPEN_CHECK_ALL) and cache_check().
+ */
+int cache_quick_check(struct cache *cache, struct buf *why);
+
 #endif

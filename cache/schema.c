@@ -631,6 +631,26 @@ static int bad(struct buf *why, const char *fmt, ...)
 	return buf_addstr(why, line) ? XL_ENOMEM : 1;
 }
 
+int cache_quick_check(struct cache *cache, struct buf *why)
+{
+	struct buf text = BUF_INIT;
+	int rc, found, ret;
+
+	rc = query_one(cache, "PRAGMA quick_check(1)", NULL, &text, &found);
+	if (rc != SQLITE_OK)
+		ret = check_failed(cache, rc, "quick_check", why);
+	else if (!found || strcmp(text.buf, "ok"))
+		ret = bad(why, "quick_check: %s", found ? text.buf : "no answer");
+	else
+		ret = 0;
+	/* sqlite's report has lines: one line, for logs and status */
+	for (size_t i = 0; ret == 1 && i < why->len; i++)
+		if (why->buf[i] == '\n')
+			why->buf[i] = ' ';
+	buf_release(&text);
+	return ret;
+}
+
 /* Is the set of schema objects exactly ours? */
 static int check_schema_objects(struct cache *cache, struct buf *why)
 {
@@ -764,19 +784,9 @@ static int check_file(struct cache *cache, struct buf *why)
 		goto out;
 
 	/* a whole-file check costs time in proportion to the file */
-	if (cache->flags & CACHE_OPEN_CHECK_ALL) {
-		rc = query_one(cache, "PRAGMA quick_check(1)", NULL, &text,
-			       &found);
-		if (rc != SQLITE_OK) {
-			ret = check_failed(cache, rc, "quick_check", why);
-			goto out;
-		}
-		if (!found || strcmp(text.buf, "ok")) {
-			ret = bad(why, "quick_check: %s",
-				  found ? text.buf : "no answer");
-			goto out;
-		}
-	}
+	if ((cache->flags & CACHE_OPEN_CHECK_ALL) &&
+	    (ret = cache_quick_check(cache, why)))
+		goto out;
 
 	if ((ret = check_schema_objects(cache, why)))
 		goto out;
