@@ -124,6 +124,12 @@ void cache_close(struct cache *cache);	/* rolls back an open batch */
  * batches want).  Pages are taken as used.  Returns 0 or XL_EIO.
  */
 int cache_set_page_cache(struct cache *cache, unsigned kib);
+/*
+ * Let go of the pages the page cache holds and no statement is using,
+ * before a phase that would not reuse them; the limit stays, and the
+ * cache refills as it is read.
+ */
+void cache_release_memory(struct cache *cache);
 const char *cache_path(const struct cache *cache);	/* borrowed, until close */
 
 /*

@@ -973,6 +973,13 @@ int cache_set_page_cache(struct cache *cache, unsigned kib)
 	return 0;
 }
 
+void cache_release_memory(struct cache *cache)
+{
+	pthread_mutex_lock(&cache->lock);
+	sqlite3_db_release_memory(cache->db);
+	pthread_mutex_unlock(&cache->lock);
+}
+
 void cache_close(struct cache *cache)
 {
 	if (!cache)

@@ -193,6 +193,28 @@ void delta_cache_set_budget(struct delta_cache *c, size_t budget)
 	pthread_mutex_unlock(&c->lock);
 }
 
+size_t delta_cache_budget(struct delta_cache *c)
+{
+	size_t budget;
+
+	pthread_mutex_lock(&c->lock);
+	budget = c->budget;
+	pthread_mutex_unlock(&c->lock);
+	return budget;
+}
+
+void delta_cache_empty(struct delta_cache *c)
+{
+	size_t budget;
+
+	pthread_mutex_lock(&c->lock);
+	budget = c->budget;
+	c->budget = 0;
+	dc_shrink(c);	/* entries in use go when their last user lets go */
+	c->budget = budget;
+	pthread_mutex_unlock(&c->lock);
+}
+
 static void dc_touch(struct delta_cache *c, struct delta_cache_entry *e)
 {
 	if (c->head == e)

@@ -331,6 +331,16 @@ void odb_set_delta_cache_limit(struct odb *odb, size_t bytes)
 	delta_cache_set_budget(odb->cache, bytes);
 }
 
+size_t odb_delta_cache_limit(struct odb *odb)
+{
+	return delta_cache_budget(odb->cache);
+}
+
+void odb_release_memory(struct odb *odb)
+{
+	delta_cache_empty(odb->cache);
+}
+
 /* ---- lookup --------------------------------------------------------- */
 
 /*

@@ -412,6 +412,12 @@ int odb_refresh(struct odb *odb);
 
 /* Set the delta-base cache budget in bytes (0 turns the cache off). */
 void odb_set_delta_cache_limit(struct odb *odb, size_t bytes);
+size_t odb_delta_cache_limit(struct odb *odb);
+/*
+ * Let go of the delta bases kept so far (a phase whose reads will not
+ * reuse them is next); the cache refills as reads need it.
+ */
+void odb_release_memory(struct odb *odb);
 
 /*
  * Streaming.  A loose object or a non-delta packed object is inflated a

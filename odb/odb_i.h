@@ -259,6 +259,9 @@ struct delta_cache_entry;
 struct delta_cache *delta_cache_new(size_t budget);
 void delta_cache_free(struct delta_cache *cache);
 void delta_cache_set_budget(struct delta_cache *cache, size_t budget);
+size_t delta_cache_budget(struct delta_cache *cache);
+/* Let every entry go; the budget stays. */
+void delta_cache_empty(struct delta_cache *cache);
 
 /* A referenced entry, or NULL on a miss. */
 struct delta_cache_entry *delta_cache_get(struct delta_cache *cache,

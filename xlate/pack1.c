@@ -603,11 +603,11 @@ static int entry_copy(const struct pack1_ctx *c, struct forms *fs,
 
 /* What the layout decides for one native entry. */
 struct plan {
-	struct oid sha1;
-	uint64_t offset;	/* in the SHA-1 pack */
-	uint64_t size1;
+	unsigned char sha1[20];	/* a million entries: no struct oid here */
 	uint8_t kept;		/* in the SHA-1 pack */
 	uint8_t type;		/* the object's type (after deltas) */
+	uint64_t offset;	/* in the SHA-1 pack */
+	uint64_t size1;
 };
 
 struct idx_rec {
@@ -713,7 +713,7 @@ static int plan_entries(const struct pack1_ctx *c,
 			continue;
 		if (ret)
 			return ret;
-		plan[i].sha1 = co.sha1;
+		memcpy(plan[i].sha1, co.sha1.hash, 20);
 		plan[i].size1 = co.size1;
 		plan[i].type = (uint8_t)co.type;
 		plan[i].kept = 1;
@@ -742,7 +742,7 @@ static void delta_header(const struct plan *plan, uint32_t i, uint32_t b,
 					offset - plan[b].offset);
 	} else {
 		out->hdr_len = put_type_size(out->hdr, OBJ_REF_DELTA, size);
-		memcpy(out->hdr + out->hdr_len, plan[b].sha1.hash, 20);
+		memcpy(out->hdr + out->hdr_len, plan[b].sha1, 20);
 		out->hdr_len += 20;
 	}
 }
@@ -1081,7 +1081,7 @@ static int window_place(const struct pack1_ctx *c, struct layout *l,
 			return ret;
 		stats->tree_deltas += w->made[j].delta;
 		stats->tree_deltas_walked += w->made[j].walked;
-		memcpy(l->recs[*k].sha1, l->plan[i].sha1.hash, 20);
+		memcpy(l->recs[*k].sha1, l->plan[i].sha1, 20);
 		l->recs[*k].crc = ce.crc;
 		l->recs[*k].offset = *offset;
 		*offset += ce.len;

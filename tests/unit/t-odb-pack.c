@@ -459,6 +459,55 @@ TEST(header_runs_past_data_end)
 	}
 }
 
+/* ---- the delta-base cache ------------------------------------------- */
+
+static char *bytes_of(const char *s)
+{
+	char *p = strdup(s);
+
+	if (!p)
+		abort();
+	return p;
+}
+
+/*
+ * Emptying the cache (odb_release_memory(), before a build's layout)
+ * lets every entry go but one a reader still holds, which stays whole
+ * until its last user lets go; the budget stays, and the cache fills
+ * again.
+ */
+TEST(delta_cache_empty)
+{
+	struct delta_cache *c = delta_cache_new(1 << 20);
+	struct pack pack = { 0 };
+	struct delta_cache_entry *held, *e;
+	size_t len;
+
+	CHECK(c);
+	for (uint64_t off = 12; off < 12 + 100; off += 10) {
+		e = delta_cache_put(c, &pack, off, OBJ_TREE, bytes_of("base"), 4);
+		CHECK(e);
+		delta_cache_unref(c, e);
+	}
+	held = delta_cache_get(c, &pack, 42);
+	CHECK(held);
+	delta_cache_empty(c);
+	CHECK_INT(delta_cache_budget(c), 1 << 20);
+	for (uint64_t off = 12; off < 12 + 100; off += 10)
+		CHECK(!delta_cache_get(c, &pack, off));
+	CHECK_MEM(delta_cache_data(held, &len, NULL), "base", 4);
+	CHECK_INT(len, 4);
+	delta_cache_unref(c, held);	/* freed now: ASan says if not */
+	e = delta_cache_put(c, &pack, 42, OBJ_TREE, bytes_of("again"), 5);
+	CHECK(e);
+	delta_cache_unref(c, e);
+	e = delta_cache_get(c, &pack, 42);
+	CHECK(e);
+	CHECK_MEM(delta_cache_data(e, &len, NULL), "again", 5);
+	delta_cache_unref(c, e);
+	delta_cache_free(c);
+}
+
 const struct test tests[] = {
 	T(base_types),
 	T(size_varint_every_length),
@@ -474,5 +523,6 @@ const struct test tests[] = {
 	T(ref_delta_sha1_name_in_sha256_pack),
 	T(offset_out_of_range),
 	T(header_runs_past_data_end),
+	T(delta_cache_empty),
 	{ NULL, NULL },
 };
