@@ -975,7 +975,9 @@ int cache_set_page_cache(struct cache *cache, unsigned kib)
 
 void cache_release_memory(struct cache *cache)
 {
-	pthread_mutex_lock(&cache->lock);
+	/* from inside its own walk callback: nothing let go */
+	if (pthread_mutex_lock(&cache->lock))
+		return;
 	sqlite3_db_release_memory(cache->db);
 	pthread_mutex_unlock(&cache->lock);
 }

@@ -205,13 +205,15 @@ size_t delta_cache_budget(struct delta_cache *c)
 
 void delta_cache_empty(struct delta_cache *c)
 {
-	size_t budget;
-
 	pthread_mutex_lock(&c->lock);
-	budget = c->budget;
-	c->budget = 0;
-	dc_shrink(c);	/* entries in use go when their last user lets go */
-	c->budget = budget;
+	while (c->tail) {
+		struct delta_cache_entry *e = c->tail;
+
+		dc_unlink(c, e);
+		/* one in use goes when its last user lets go */
+		if (!e->refs)
+			dc_entry_free(e);
+	}
 	pthread_mutex_unlock(&c->lock);
 }
 

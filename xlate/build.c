@@ -110,19 +110,19 @@
 #define STREAM_MIN ((size_t)32 << 20)	/* hash blobs this big piecewise */
 
 /*
- * The delta bases the odb keeps while the build reads, at most (and
- * what the odb was given, if less).  The walk is depth first, so bases
- * are reused soon or not at all: at a million objects, 64 MiB costs no
- * time against 96 (paired runs; 32 MiB cost 7%), and the build's peak
- * is the walk's.
+ * A big build: one that has at least BIG_BUILD objects to name.  Only
+ * a big build bounds what the odb keeps of delta bases while it reads
+ * (BIG_BUILD_BASES, if the odb was given more), and lets go of sqlite's
+ * pages and the odb's bases before its layout (see xlate_build()).  In
+ * the daemon a build runs every second, mostly with nothing to name, on
+ * an odb whose bases are the readers' too: a small one leaves them be.
+ *
+ * The walk is depth first, so bases are reused soon or not at all: at
+ * a million objects, 64 MiB costs no time against 96 (paired runs; 32
+ * MiB cost 7%), and the build's peak is the walk's.
  */
-#define BUILD_DELTA_BASES ((size_t)64 << 20)
-/*
- * A build that named this many objects lets the odb's delta bases go
- * before the layout (see xlate_build()).  A smaller one leaves them: in
- * the daemon they are the readers' too, and its tables are small.
- */
-#define RELEASE_MIN 65536
+#define BIG_BUILD 65536
+#define BIG_BUILD_BASES ((size_t)64 << 20)
 
 struct pack_mark {
 	char checksum[OID_HEXSZ_MAX + 1];
@@ -443,6 +443,7 @@ struct build {
 	struct pack_mark *packs;	/* packs to mark finished at the end */
 	size_t nr_packs, alloc_packs;
 	int cache_empty;		/* no lookups needed when nothing is stored */
+	int big;			/* BIG_BUILD objects or more to name */
 	int native_deltas;		/* the walk makes tree deltas from the
 					   native forms (native_delta()) */
 	int collided;			/* guarded by names_lock: a named
@@ -3186,8 +3187,6 @@ int xlate_build(struct repo *repo, struct cache *cache,
 		return err_set(XL_EUNSUPPORTED,
 			       "%s: a %s repository has no SHA-1 form to translate to",
 			       repo_gitdir(repo), repo_algo(repo)->name);
-	if (bases > BUILD_DELTA_BASES)
-		odb_set_delta_cache_limit(b.odb, BUILD_DELTA_BASES);
 	if ((ret = xlate_build_settings(opts, &settings)) ||
 	    (ret = cache_check_settings(cache, settings.buf)) < 0)
 		goto out;
@@ -3229,6 +3228,9 @@ int xlate_build(struct repo *repo, struct cache *cache,
 	if ((ret = claims_init(&b.claims, b.nr)))
 		goto out;
 	b.total = b.nr;
+	b.big = b.nr >= BIG_BUILD;
+	if (b.big && bases > BIG_BUILD_BASES)
+		odb_set_delta_cache_limit(b.odb, BIG_BUILD_BASES);
 	t1 = seconds();
 	stats->secs_gather = t1 - t;
 	if ((ret = classify(&b)))
@@ -3323,8 +3325,8 @@ int xlate_build(struct repo *repo, struct cache *cache,
 	/*
 	 * The walk's own tables are done with; the layout needs the names
 	 * and the spill, and its tables of every pack entry take their
-	 * room (at a million objects, 120 MB fewer at the peak).  So do
-	 * sqlite's pages of the names' B-trees and, after a big walk, the
+	 * room (at a million objects, 120 MB fewer at the peak).  After a
+	 * big walk, so do sqlite's pages of the names' B-trees and the
 	 * odb's delta bases: the layout reads trees and commits back from
 	 * the spill, reuses blobs as they are stored, and appends its own
 	 * rows.  The heap freed goes back to the system, or the peak would
@@ -3336,10 +3338,11 @@ int xlate_build(struct repo *repo, struct cache *cache,
 	b.claims.slot = NULL;
 	free(b.todo);
 	b.todo = NULL;
-	cache_release_memory(cache);
-	if (stats->new_objects >= RELEASE_MIN)
+	if (b.big) {
+		cache_release_memory(cache);
 		odb_release_memory(b.odb);
-	malloc_trim(0);
+		malloc_trim(0);
+	}
 	if (!ret && opts->pack1)
 		ret = lay_out(&b);
 	stats->secs_layout = seconds() - t1;
@@ -3353,7 +3356,8 @@ int xlate_build(struct repo *repo, struct cache *cache,
 		err_clear();
 	}
 out:
-	odb_set_delta_cache_limit(b.odb, bases);
+	if (b.big)
+		odb_set_delta_cache_limit(b.odb, bases);
 	buf_release(&settings);
 	spill_close(&b.spill);
 	forms_release(&b.forms);
