@@ -149,7 +149,19 @@ int xfs_first_build(struct xfs *xfs)
 
 int xfs_start(struct xfs *xfs)
 {
-	return xfs_pool_open(xfs) ?: updater_start(xfs);
+	int ret = xfs_pool_open(xfs);
+
+	if (ret)
+		return ret;
+	/*
+	 * The first snapshot of the refs, before serving.  Each later one
+	 * keeps a ref that moved to a commit not named yet at its value in
+	 * the one before (refsnap.c): without one before, a push right
+	 * after mounting made HEAD's branch look unborn in sha1/ ("does
+	 * not have any commits yet") until the build had named it.
+	 */
+	refsnap_put(refsnap_get(xfs));
+	return updater_start(xfs);
 }
 
 int xfs_sleep(struct xfs *xfs)

@@ -189,4 +189,35 @@ same_file "every object by SHA-1 name after gc: the SHA-1 clone's reachable obje
 	<("${G[@]}" rev-list --all --objects) <(git -C "$W1" rev-list --all --objects)
 
 xl_umount "$M"
+
+# A commit right after mounting, before any read: until the build names
+# it, HEAD's branch keeps its last value in sha1/; it never looks unborn
+# (the first snapshot of the refs, without one before it to keep the old
+# value from, hid it: "does not have any commits yet").
+if xl_mount "$W256" "$M"; then
+	before=$(git -C "$W1" rev-parse HEAD)
+	commit_both 900
+	want=$(git -C "$W1" rev-parse HEAD)
+	bad=0 seen=
+	for _ in $(seq 60); do
+		got=$("${G[@]}" rev-parse --verify -q refs/heads/main) || got=none
+		case $got in
+		"$before" | "$want") ;;
+		*) bad=$((bad + 1)) seen=$got ;;
+		esac
+		[ "$got" = "$want" ] && break
+		sleep 0.025
+	done
+	expect "a commit right after mounting: main is never missing from sha1/ ($bad bad reads${seen:+, e.g. $seen})" \
+		test "$bad" = 0
+	for _ in $(seq 200); do
+		[ "$("${G[@]}" rev-parse HEAD 2>/dev/null)" = "$want" ] && break
+		sleep 0.05
+	done
+	expect "and it moves to the new commit once named" \
+		test "$("${G[@]}" rev-parse HEAD)" = "$want"
+	xl_umount "$M"
+else
+	not_ok "mount again"
+fi
 test_done
