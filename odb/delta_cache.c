@@ -155,19 +155,23 @@ static void dc_unlink(struct delta_cache *c, struct delta_cache_entry *e)
 	c->nr--;
 }
 
+/*
+ * Take e out of the cache; it is freed now, or, if a reader holds it,
+ * when its last user lets go (delta_cache_unref()).  Caller holds the
+ * lock.
+ */
+static void dc_evict(struct delta_cache *c, struct delta_cache_entry *e)
+{
+	dc_unlink(c, e);
+	if (!e->refs)
+		dc_entry_free(e);
+}
+
 /* Evict from the cold end until under budget; caller holds the lock. */
 static void dc_shrink(struct delta_cache *c)
 {
-	struct delta_cache_entry *e = c->tail;
-
-	while (e && c->used > c->budget) {
-		struct delta_cache_entry *prev = e->prev;
-
-		dc_unlink(c, e);
-		if (!e->refs)
-			dc_entry_free(e);
-		e = prev;
-	}
+	while (c->tail && c->used > c->budget)
+		dc_evict(c, c->tail);
 }
 
 void delta_cache_free(struct delta_cache *c)
@@ -206,14 +210,8 @@ size_t delta_cache_budget(struct delta_cache *c)
 void delta_cache_empty(struct delta_cache *c)
 {
 	pthread_mutex_lock(&c->lock);
-	while (c->tail) {
-		struct delta_cache_entry *e = c->tail;
-
-		dc_unlink(c, e);
-		/* one in use goes when its last user lets go */
-		if (!e->refs)
-			dc_entry_free(e);
-	}
+	while (c->tail)
+		dc_evict(c, c->tail);
 	pthread_mutex_unlock(&c->lock);
 }
 
@@ -276,9 +274,7 @@ struct delta_cache_entry *delta_cache_put(struct delta_cache *c,
 	old = c->slots[dc_find(c, pack, offset)].e;
 	if (old) {
 		/* another thread rebuilt it meanwhile: the bytes are equal, keep ours */
-		dc_unlink(c, old);
-		if (!old->refs)
-			dc_entry_free(old);
+		dc_evict(c, old);
 	}
 	i = dc_find(c, pack, offset);
 	c->slots[i].pack = pack;
