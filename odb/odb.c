@@ -422,11 +422,26 @@ static int odb_locate(struct odb *odb, const struct oid *oid,
 	return odb_not_found(odb, oid);
 }
 
+/* Where the delta base of the entry at (pack, offset) is (see odb_place()). */
+static int placed_base(struct pack *pack, uint64_t offset, uint64_t *base)
+{
+	struct pack_entry e;
+	uint32_t pos;
+	int ret;
+
+	*base = ODB_NO_PLACE;
+	if ((ret = pack_entry_header(pack, offset, &e)))
+		return ret;
+	if (e.type == OBJ_OFS_DELTA)
+		*base = e.base;
+	else if (e.type == OBJ_REF_DELTA && !idx_find(&pack->idx, e.base_name, &pos))
+		return idx_offset(&pack->idx, pos, base);
+	return 0;
+}
+
 int odb_place(struct odb *odb, const struct oid *oid, struct odb_place *out)
 {
 	struct odb_loc loc;
-	struct pack_entry e;
-	uint32_t pos;
 	int ret;
 
 	out->pack = NULL;
@@ -434,16 +449,19 @@ int odb_place(struct odb *odb, const struct oid *oid, struct odb_place *out)
 	out->base = ODB_NO_PLACE;
 	if ((ret = odb_locate(odb, oid, &loc)) || loc.where != ODB_PACKED)
 		return ret;
-	if ((ret = pack_entry_header(loc.pack, loc.offset, &e)))
+	if ((ret = placed_base(loc.pack, loc.offset, &out->base)))
 		return ret;
 	out->pack = loc.pack;
 	out->offset = loc.offset;
-	if (e.type == OBJ_OFS_DELTA)
-		out->base = e.base;
-	else if (e.type == OBJ_REF_DELTA && !idx_find(&loc.pack->idx,
-						      e.base_name, &pos))
-		return idx_offset(&loc.pack->idx, pos, &out->base);
 	return 0;
+}
+
+int odb_placed_base(struct odb *odb, const void *pack, uint64_t offset,
+		    uint64_t *base)
+{
+	/* packs live as long as their odb: the pointer is still good */
+	(void)odb;
+	return placed_base((struct pack *)pack, offset, base);
 }
 
 int odb_read_placed(struct odb *odb, const void *pack, uint64_t offset,

@@ -353,6 +353,14 @@ int odb_place(struct odb *odb, const struct oid *oid, struct odb_place *out);
  */
 int odb_read_placed(struct odb *odb, const void *pack, uint64_t offset,
 		    enum obj_type *type, struct buf *out);
+/*
+ * Where the delta base of the object stored at `offset` of `pack` is
+ * stored, as odb_place() says it (ODB_NO_PLACE for none in that pack):
+ * for the build, which looks a few steps along a delta chain.  Returns
+ * 0 or XL_ECORRUPT.
+ */
+int odb_placed_base(struct odb *odb, const void *pack, uint64_t offset,
+		    uint64_t *base);
 
 struct odb_pack_info {
 	const char *path;		/* the .pack file */

@@ -1,22 +1,23 @@
 #!/usr/bin/env bash
 # t0215-base-tables.sh: the build's shortcuts change nothing it stores.
 #
-# Where its table of names outgrows the processor's caches, the build
-# names a tree stored as a delta with the help of its delta base (the
-# base's entries answer most lookups) and makes the SHA-1 pack's tree
-# delta while both forms are at hand (build.c, struct formcache).
-# XLATE_TEST_BASE_TABLES=1 forces that on small repositories, =0 off,
-# =small on with 1 MiB of recent forms, which they leave all the time.
-# Whatever the base tables, the walk makes the other tree deltas from
-# the two trees' native forms (build.c, native_delta());
-# XLATE_TEST_WALK_DELTAS=0 turns that off, and then the layout makes
-# every delta from the two SHA-1 forms, as readers of the pack do: the
-# way the others must agree with ("layout" below).  On generated
-# histories, twins in every storage shape, and fixtures, all four ways
-# give the same names, the same refusals, and the same SHA-1 packs to
-# the byte (layout, .idx, trailer); and the walk did make the tree
-# deltas itself (so the test cannot pass by the shortcuts never being
-# taken).
+# The build converts a tree against a version of its directory named a
+# moment before, found along the pack's delta chains, copying what the
+# two share from that version's SHA-1 form (xlate/tree_merge.c); when
+# that version is the tree's delta base, the same walk gives the SHA-1
+# pack's tree delta (build.c, struct formcache).  It is on by default;
+# XLATE_TEST_BASE_TABLES=0 turns it off, =small keeps 1 MiB of recent
+# forms, which they leave all the time.  Whatever the references, the
+# walk makes the other tree deltas from the two trees' native forms
+# (build.c, native_delta()); XLATE_TEST_WALK_DELTAS=0 turns that off,
+# and then the layout makes every delta from the two SHA-1 forms, as
+# readers of the pack do: the way the others must agree with ("layout"
+# below).  On generated histories (pack-objects' delta chains and
+# fast-import's, which run the other way), twins in every storage
+# shape, and fixtures, all four ways give the same names, the same
+# refusals, and the same SHA-1 packs to the byte (layout, .idx,
+# trailer); and the walk did take the shortcuts (so the test cannot
+# pass by their never being taken).
 . "$(dirname "$0")/lib.sh"
 
 # dump CACHE: what a build stored, as text
@@ -69,6 +70,15 @@ same "generated history" "$G"
 made() {
 	sed -n 's/.*SHA-1 packs: \([0-9]*\) tree deltas, \([0-9]*\) of them made while naming/\1 \2/p' "$TRASH/build$1"
 }
+# against V: "trees converted against a version named before" as build V said
+against() {
+	sed -n 's/^trees: \([0-9]*\) converted, \([0-9]*\) of them against.*/\1 \2/p' "$TRASH/build$1"
+}
+t=$(against 1)
+expect "with base tables, over half of the trees were converted against another (${t#* } of ${t% *})" \
+	test "$((${t#* } * 2))" -gt "${t% *}"
+t=$(against 0)
+expect "without, none (${t#* } of ${t% *})" test "${t#* }" = 0
 made=$(made 1)
 expect "(the SHA-1 pack has tree deltas: ${made% *})" test "${made% *}" -gt 300
 expect "with base tables, the walk made most of them itself (${made#* } of ${made% *})" \
@@ -80,11 +90,15 @@ made=$(made layout)
 expect "with neither, none (${made#* })" test "${made#* }" = 0
 
 # fast-import's own pack: each version a delta against the one before,
-# so the walk meets every base after the tree (base tables cannot help)
+# so the walk meets every base after the tree, and finds the version
+# deltified against it instead
 F=$TRASH/fi.git
 git init -q --bare --object-format=sha256 "$F"
 "$XL_TOP/tests/gen-history.sh" --commits 300 --files 40 | git -C "$F" fast-import --quiet
 same "fast-import's pack" "$F"
+t=$(against 1)
+expect "with base tables, the trees were converted against the next version (${t#* } of ${t% *})" \
+	test "$((${t#* } * 5))" -gt "$((${t% *} * 2))"
 made=$(made 0)
 expect "(fast-import's pack has tree deltas: ${made% *})" test "${made% *}" -gt 100
 expect "from the native forms, the walk made all of them (${made#* } of ${made% *})" \

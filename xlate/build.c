@@ -29,9 +29,8 @@
  * and its queues and edges; trees and tags are held from the moment
  * they are read until they are named (depth first, that is a few paths
  * of trees at a time), commits are not (history can be millions deep):
- * they are read again when their turn comes.  Where the name table
- * outgrows the processor's caches, the forms of the trees named last
- * take FORMS_BYTES more (struct formcache).
+ * they are read again when their turn comes.  The forms of the trees
+ * named last take FORMS_BYTES more (struct formcache).
  *
  * A repository whose objects refer to each other in a cycle cannot exist
  * unless it is corrupt (names are hashes); the walk ends with them still
@@ -360,21 +359,25 @@ struct spill_out {
 };
 
 /*
- * The SHA-1 forms of the trees named last, by where they are stored.
- * A tree the native pack stores as a delta is deltified against another
- * tree of the pack, mostly the same directory a commit or so later
- * (pack-objects deltifies older against newer), and the walk names trees
- * newest first.  So the base's forms are usually here when a tree is
- * opened, and they serve twice.  The base's entries, in a small table
- * by SHA-256 name, answer the lookups of every entry the two trees
- * share (base_prepare(), base_name()): at a million objects the build's
- * own table misses memory on every probe, and those probes were half
- * the build's processor time.  With the base's SHA-1 form at hand, the
- * walk makes the SHA-1 pack's delta from the two SHA-1 forms; without
- * it, from the native forms (native_delta()), which gives the same
- * bytes.  (A pack that fast-import wrote has it the other way round,
- * each version against the one before; there the bases mostly come too
- * late for the table, and the lookups go to the build's own.)
+ * The two forms of the trees named last, by where they are stored, for
+ * the trees named next: most trees are versions of a directory that a
+ * commit or so changed, and converting such a tree against a version
+ * named a moment ago (its reference) takes what the two share from the
+ * reference's SHA-1 form, and looks up only the entries that changed
+ * (tree_merge.c, ref_prepare()).  Which version is near is told by the
+ * native pack's delta chains, the only link between versions the walk
+ * knows: the tree's delta base, a tree deltified against it, or one
+ * deltified against its base (pack-objects often makes a run of
+ * versions all deltas of one), a step or two further either way (the
+ * other walkers are naming the nearest versions at the same moment).
+ * pack-objects deltifies older versions against newer ones and
+ * fast-import the other way round; the walk names newer first, so one
+ * way or the other finds a neighbour.
+ *
+ * When the reference is the tree's delta base, its forms also make the
+ * SHA-1 pack's delta; otherwise the walk reads the base's native form
+ * back (native_delta()), which gives the same bytes.
+ *
  * At most FORMS_MAX trees and FORMS_BYTES of forms, oldest out first,
  * shared by the walkers under its own lock; a form is copied out, never
  * lent.
@@ -382,12 +385,17 @@ struct spill_out {
 #define FORMS_MAX 16384			/* a power of two */
 #define FORMS_BYTES ((size_t)32 << 20)
 
+#define FORMS_ANC 3		/* steps along a delta chain, each way */
+
 struct form_slot {
 	const void *pack;		/* odb_place() */
 	uint64_t offset;
+	uint64_t anc[FORMS_ANC];	/* its delta base, the base's base...
+					   (ODB_NO_PLACE: none) */
 	size_t at, len, len1;		/* in the arena: SHA-1 form, then the
 					   tree's own */
 	uint32_t next;			/* 1 + the next slot of its bucket */
+	uint32_t next_by_anc[FORMS_ANC];	/* the same, in by_anc[] */
 };
 
 /*
@@ -399,6 +407,7 @@ struct formcache {
 	pthread_mutex_t lock;
 	struct form_slot *slot;		/* FORMS_MAX, a ring from `first` */
 	uint32_t bucket[FORMS_MAX];	/* 1 + the first slot of each hash */
+	uint32_t by_anc[FORMS_ANC][FORMS_MAX];	/* the same, by anc[d] */
 	uint32_t first, nr;
 	char *arena;			/* cap bytes (FORMS_BYTES) */
 	size_t cap, head;		/* head: where the next form goes */
@@ -449,6 +458,7 @@ struct build {
 	int collided;			/* guarded by names_lock: a named
 					   object was refused afterwards */
 	atomic_size_t nr_unreadable;	/* entries marked XMAP_F_UNREADABLE */
+	atomic_size_t trees, trees_against;	/* stats: converted by the walk */
 	/*
 	 * While the walkers run (walking), b->map takes no new entries, so
 	 * that they may read it without a lock; names the cache had that
@@ -456,7 +466,13 @@ struct build {
 	 */
 	int walking;
 	struct xmap old;		/* guarded by old_lock */
-	pthread_mutex_t old_lock;
+	/*
+	 * Read-mostly: every walker looks names up in `old` for each entry
+	 * its own recent names lack, and only the first lookup of a name
+	 * adds it.  A mutex here was the walk's main contention (most of
+	 * its futex waits in an incremental build of wide trees).
+	 */
+	pthread_rwlock_t old_lock;
 	pthread_mutex_t names_lock;	/* claims: giving out SHA-1 names */
 	pthread_mutex_t lock;		/* the rows: the counts in stats, the
 					   batch, the spill file, the order
@@ -786,6 +802,24 @@ static struct form_slot *forms_find(struct formcache *fc, const void *pack,
 	return NULL;
 }
 
+/*
+ * The newest slot of a tree d + 1 steps along a delta chain from the one
+ * at (pack, offset), towards the newer end: a tree stored as a delta
+ * against it (d 0), or against such a tree (d 1)...; or NULL.
+ */
+static struct form_slot *forms_find_by_anc(struct formcache *fc, int d,
+					   const void *pack, uint64_t offset)
+{
+	for (uint32_t k = fc->by_anc[d][forms_hash(offset)]; k;
+	     k = fc->slot[k - 1].next_by_anc[d]) {
+		struct form_slot *f = &fc->slot[k - 1];
+
+		if (f->anc[d] == offset && f->pack == pack)
+			return f;
+	}
+	return NULL;
+}
+
 /* Let the oldest form go (under fc->lock). */
 static void forms_evict(struct formcache *fc)
 {
@@ -795,6 +829,14 @@ static void forms_evict(struct formcache *fc)
 	while (*link != fc->first + 1)
 		link = &fc->slot[*link - 1].next;
 	*link = f->next;
+	for (int d = 0; d < FORMS_ANC; d++) {
+		if (f->anc[d] == ODB_NO_PLACE)
+			continue;
+		link = &fc->by_anc[d][forms_hash(f->anc[d])];
+		while (*link != fc->first + 1)
+			link = &fc->slot[*link - 1].next_by_anc[d];
+		*link = f->next_by_anc[d];
+	}
 	fc->first = (fc->first + 1) & (FORMS_MAX - 1);
 	fc->nr--;
 }
@@ -806,9 +848,13 @@ static int oldest_in(const struct formcache *fc, size_t from, size_t len)
 	       fc->slot[fc->first].at < from + len;
 }
 
-/* Keep copies of both forms of the tree stored at (pack, offset). */
+/*
+ * Keep copies of both forms of the tree stored at (pack, offset), with
+ * where its delta chain goes (anc).
+ */
 static void forms_put(struct formcache *fc, const void *pack, uint64_t offset,
-		      const struct buf *form256, const struct buf *form1)
+		      const uint64_t *anc, const struct buf *form256,
+		      const struct buf *form1)
 {
 	size_t len = form256->len + form1->len;
 	struct form_slot *f;
@@ -845,6 +891,13 @@ static void forms_put(struct formcache *fc, const void *pack, uint64_t offset,
 	f->offset = offset;
 	f->next = fc->bucket[forms_hash(offset)];
 	fc->bucket[forms_hash(offset)] = k + 1;
+	for (int d = 0; d < FORMS_ANC; d++) {
+		f->anc[d] = anc[d];
+		if (anc[d] == ODB_NO_PLACE)
+			continue;
+		f->next_by_anc[d] = fc->by_anc[d][forms_hash(anc[d])];
+		fc->by_anc[d][forms_hash(anc[d])] = k + 1;
+	}
 	fc->head += len;
 	fc->nr++;
 out:
@@ -852,19 +905,34 @@ out:
 }
 
 /*
- * Copies of both forms of the tree at (pack, offset) into out256 and
- * out1: 0, or XL_ENOTFOUND.
+ * A reference for the tree stored at (pack, offset), whose delta chain
+ * goes on through anc: copies of both forms of a tree named lately that
+ * lists mostly the same entries, into out256 and out1.  The nearest
+ * named tree along its delta chain, either way: pack-objects deltifies
+ * older versions of a directory against newer ones and fast-import the
+ * other way round, the walk names newer first, and walkers on other
+ * threads are naming the nearest versions at the same moment.
+ * *is_base: it is the tree's delta base.  0, or XL_ENOTFOUND.
  */
-static int forms_get(struct formcache *fc, const void *pack, uint64_t offset,
-		     struct buf *out256, struct buf *out1)
+static int forms_get_ref(struct formcache *fc, const void *pack,
+			 uint64_t offset, const uint64_t *anc,
+			 struct buf *out256, struct buf *out1, int *is_base)
 {
-	struct form_slot *f;
+	struct form_slot *f = NULL;
 	int ret = XL_ENOTFOUND;
 
 	buf_reset(out256);
 	buf_reset(out1);
+	*is_base = 0;
 	pthread_mutex_lock(&fc->lock);
-	if ((f = forms_find(fc, pack, offset)))
+	for (int d = 0; d < FORMS_ANC && !f; d++) {
+		if (anc[d] != ODB_NO_PLACE && (f = forms_find(fc, pack, anc[d])))
+			*is_base = !d;
+		else if (!(f = forms_find_by_anc(fc, d, pack, offset)) &&
+			 anc[d] != ODB_NO_PLACE)
+			f = forms_find_by_anc(fc, d, pack, anc[d]);
+	}
+	if (f)
 		ret = buf_add(out1, fc->arena + f->at, f->len1) ?:
 		      buf_add(out256, fc->arena + f->at + f->len1, f->len - f->len1);
 	pthread_mutex_unlock(&fc->lock);
@@ -874,31 +942,26 @@ static int forms_get(struct formcache *fc, const void *pack, uint64_t offset,
 }
 
 /*
- * Whether the recent forms pay for themselves: where a lookup in the
- * build's table misses the processor's caches, the base's table saves
- * far more than keeping forms and making deltas in the walk costs.
- * Measured on this project's benchmarks: 131k objects, an 18 MB table
- * inside a 32 MB L3: the walk 0.3 s slower with them (2.6 s builds);
- * 1M objects, a 140 MB table: the build 120 s -> 104 s.  So they are
- * used when the table outgrows the last-level cache (32 MB where the
- * system does not say).  Returns the arena's size, or 0: not used.
- * XLATE_TEST_BASE_TABLES decides instead, for the tests, which compare
- * the ways: 0 (off), 1 (on), or "small" (on, in 1 MiB, so that forms
- * leave it all the time, as they do at scale).
+ * The recent forms' arena: FORMS_BYTES, taken as it fills.  Measured
+ * on this project's benchmarks (2 cores, paired runs), against
+ * converting every entry of every tree: a million objects, the walk
+ * 36.9 s -> 26.0 s and the build 44.3 s -> 33.2 s (entries looked up
+ * 163M -> 9.8M); the incremental build after a fetch of 6,307 objects
+ * 1.28 s -> 0.95 s; 131k objects, no change either way (that walk waits
+ * on reading objects and on the cache's writer).  Returns the arena's
+ * size, or 0: not used.  XLATE_TEST_BASE_TABLES decides instead, for
+ * the tests, which compare the ways: 0 (off), 1 (on), or "small" (on,
+ * in 1 MiB, so that forms leave it all the time).
  */
-static size_t forms_bytes(const struct build *b)
+static size_t forms_bytes(void)
 {
 	const char *force = getenv("XLATE_TEST_BASE_TABLES");
-	long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
 
 	if (force && !strcmp(force, "0"))
 		return 0;
-	if (force && !strcmp(force, "1"))
-		return FORMS_BYTES;
 	if (force && !strcmp(force, "small"))
 		return (size_t)1 << 20;
-	return xmap_bytes(&b->map) > (l3 > 0 ? (size_t)l3 : (size_t)32 << 20) ?
-		FORMS_BYTES : 0;
+	return FORMS_BYTES;
 }
 
 /* ---- names already known -------------------------------------------- */
@@ -945,12 +1008,12 @@ static int lookup(struct build *b, const struct oid *oid,
 	if (*out || b->cache_empty)
 		return 0;
 	if (b->walking) {
-		pthread_mutex_lock(&b->old_lock);
+		pthread_rwlock_rdlock(&b->old_lock);
 		if ((e = xmap_get(&b->old, oid))) {
 			*copy = *e;
 			*out = copy;
 		}
-		pthread_mutex_unlock(&b->old_lock);
+		pthread_rwlock_unlock(&b->old_lock);
 		if (e)
 			return 0;
 	}
@@ -961,12 +1024,12 @@ static int lookup(struct build *b, const struct oid *oid,
 		return ret;
 	if (!b->walking)
 		return (*out = remember(&b->map, &co)) ? 0 : XL_ENOMEM;
-	pthread_mutex_lock(&b->old_lock);
+	pthread_rwlock_wrlock(&b->old_lock);
 	if ((e = remember(&b->old, &co))) {
 		*copy = *e;
 		*out = copy;
 	}
-	pthread_mutex_unlock(&b->old_lock);
+	pthread_rwlock_unlock(&b->old_lock);
 	return e ? 0 : XL_ENOMEM;
 }
 
@@ -1027,17 +1090,21 @@ struct walker {
 	size_t recent_mask;		/* recent_slots() - 1 */
 	struct buf content, conv;
 	/*
-	 * The tree being named: where it is stored, and its delta base's
-	 * two forms when b->forms has them (has_base), with a table of
-	 * the base's entries by SHA-256 name, which answers build_map()
-	 * for every entry the two trees share (see base_prepare()).
+	 * The tree being named: where it is stored, and a reference tree
+	 * from b->forms (has_ref; ref_prepare()): its two forms, indexed
+	 * for walking the tree against it (tree_merge.c), so that only the
+	 * entries it does not share are looked at.  The reference is the
+	 * tree's delta base (ref_is_base) or another tree near it on the
+	 * pack's delta chains (forms_get_ref()).  base256 and base_ix: the
+	 * delta base's native form, read back for the SHA-1 pack's delta
+	 * when the reference is not the base.
 	 */
 	struct odb_place place;
-	int has_base;
-	uint32_t base_for;		/* 1 + the entry they were made for */
-	struct buf base256, base_form, delta, rec;
-	struct base_slot *bt;		/* bt_mask + 1 slots in use, of bt_alloc */
-	size_t bt_mask, bt_alloc;
+	uint64_t anc[FORMS_ANC];	/* place.base, its base... */
+	int has_ref, ref_is_base;
+	uint32_t ref_for;		/* 1 + the entry they were made for */
+	struct buf ref256, ref1, base256, delta, rec;
+	struct xlate_tree_ix ref_ix, base_ix;
 	uint32_t *deps;			/* collect_dep(): entries to wait on */
 	size_t ndeps, alloc_deps;
 	int has_gitlink;		/* collect_dep(): a tree with 160000 entries */
@@ -1051,42 +1118,6 @@ struct walker {
 	struct missing_ref *miss;	/* references the repository lacks */
 	size_t nmiss, alloc_miss;
 };
-
-/* An entry of the base's table: where its names are in the two forms. */
-struct base_slot {
-	uint64_t tag;			/* the SHA-256 name's first 8 bytes */
-	uint32_t at256, at1;		/* 0: an empty slot */
-};
-
-/*
- * The base's SHA-1 name for `in`, if the base has an entry naming it:
- * a tree and its delta base share most entries, and a probe of this
- * small table costs a fraction of one of the build's table (which, at
- * a million objects, misses memory every time: at that scale it was
- * half the build's processor time).  Its names are final: the base
- * converted with them.
- */
-static int base_name(const struct walker *w, const struct oid *in,
-		     struct oid *out)
-{
-	/* out NULL: only whether the base has it (and so it is named) */
-	uint64_t tag;
-
-	if (!w->has_base)
-		return 0;
-	memcpy(&tag, in->hash, sizeof(tag));
-	for (size_t k = tag & w->bt_mask; w->bt[k].at256; k = (k + 1) & w->bt_mask) {
-		const struct base_slot *sl = &w->bt[k];
-
-		if (sl->tag == tag && !memcmp(w->base256.buf + sl->at256, in->hash, 32)) {
-			if (out)
-				oid_from_raw(out, &hash_sha1, (const unsigned char *)
-					     w->base_form.buf + sl->at1);
-			return 1;
-		}
-	}
-	return 0;
-}
 
 /*
  * The mapping the converter uses: names of what an object refers to.
@@ -1130,8 +1161,6 @@ static int build_map(void *data, const struct oid *in, struct oid *out)
 	uint8_t state;
 	int ret;
 
-	if (base_name(w, in, out))
-		return 0;
 	if (r && !memcmp(r->key, in->hash, 32)) {
 		oid_from_raw(out, &hash_sha1, r->sha1);
 		return 0;
@@ -1824,9 +1853,6 @@ static int collect_dep(void *data, enum xlate_ref_kind kind,
 	 */
 	if (kind == XLATE_REF_TREE_ENTRY)
 		return 0;
-	/* in the tree's delta base, which is named: settled */
-	if (base_name(w, oid, NULL))
-		return 0;
 	/* named recently (a subtree the last commit had too): settled */
 	if (!memcmp(w->recent[recent_slot(w->recent_mask, oid)].key, oid->hash, 32))
 		return 0;
@@ -1840,7 +1866,24 @@ static int collect_dep(void *data, enum xlate_ref_kind kind,
 	return 0;
 }
 
-static void base_prepare(struct walker *w, uint32_t i, const struct oid *oid);
+/* collect_dep() for a tree's own entries, walked against its reference. */
+static int collect_own_dep(void *data, const struct xlate_merge_step *s)
+{
+	struct walker *w = data;
+	struct oid oid;
+	enum xlate_ref_kind kind;
+
+	if (s->kind == XLATE_MERGE_SAME)
+		return 0;	/* the reference's: named already */
+	oid_from_raw(&oid, repo_algo(w->b->repo),
+		     (const unsigned char *)s->name + s->name_len);
+	kind = (s->mode & 0170000) == 0160000 ? XLATE_REF_GITLINK :
+	       (s->mode & 0170000) == 0040000 ? XLATE_REF_SUBTREE :
+	       XLATE_REF_TREE_ENTRY;
+	return collect_dep(w, kind, &oid, s->name, s->name_len - 1);
+}
+
+static void ref_prepare(struct walker *w, uint32_t i, const struct oid *oid);
 static int walk_close(struct walker *w, uint32_t i);
 
 /* Open entry i, which this walker has taken. */
@@ -1858,13 +1901,27 @@ static int walk_open(struct walker *w, uint32_t i)
 		return walk_unreadable(w, i, ret);
 	w->ndeps = 0;
 	w->has_gitlink = 0;
-	/* a tree's base answers for most of its entries, here and when named */
-	w->has_base = 0;
-	w->base_for = 0;
+	/* a tree's reference answers for most of its entries, here and when named */
+	w->has_ref = 0;
+	w->ref_for = 0;
 	if (type == OBJ_TREE && b->forms.slot)
-		base_prepare(w, i, &oid);
-	ret = xlate_refs(repo_algo(b->repo), type, w->content.buf,
-			 w->content.len, collect_dep, w);
+		ref_prepare(w, i, &oid);
+	/*
+	 * What a tree shares with its reference is named; a reference with
+	 * gitlinks is not used here, so that has_gitlink sees every entry.
+	 */
+	if (w->has_ref && !w->ref_ix.has_gitlink) {
+		ret = xlate_tree_merge(&w->ref_ix, w->content.buf, w->content.len,
+				       collect_own_dep, w, NULL);
+		if (ret && ret != XL_ENOMEM) {
+			err_clear();	/* xlate_refs() says why, as upstream */
+			w->ndeps = 0;
+			w->has_gitlink = 0;
+		}
+	}
+	if (!w->has_ref || w->ref_ix.has_gitlink || (ret && ret != XL_ENOMEM))
+		ret = xlate_refs(repo_algo(b->repo), type, w->content.buf,
+				 w->content.len, collect_dep, w);
 	if (ret == XL_ECORRUPT)
 		return walk_refuse(w, i, err_msg());
 	if (ret)
@@ -2091,14 +2148,14 @@ collision:
 		ret = store_row(b, &owner, o, XMAP_BAD, NULL, NULL);
 	} else {
 		/* named by an earlier build, and looked up by this one */
-		pthread_mutex_lock(&b->old_lock);
+		pthread_rwlock_wrlock(&b->old_lock);
 		o = xmap_get(&b->old, &owner);
 		if (o && o->state == XMAP_DONE) {
 			xmap_set_bad(o, why);
 			o->is_new = 1;
 			ret = store_row(b, &owner, o, XMAP_BAD, NULL, NULL);
 		}
-		pthread_mutex_unlock(&b->old_lock);
+		pthread_rwlock_unlock(&b->old_lock);
 		if (!o)
 			return 1;
 	}
@@ -2165,8 +2222,17 @@ static int native_delta(struct walker *w, uint32_t i, const struct oid *oid,
 	if (w->place.base == ODB_NO_PLACE)
 		return -1;
 	if (odb_read_placed(b->odb, w->place.pack, w->place.base, &type,
-			    &w->base256) || type != OBJ_TREE ||
-	    xlate_tree_delta_native(repo_algo(b->repo), &w->base256, content,
+			    &w->base256) || type != OBJ_TREE) {
+		err_clear();
+		return -1;
+	}
+	/* walked against the base where it can, else by hashing entries */
+	if (!xlate_tree_ix_build(&w->base_ix, repo_algo(b->repo), w->base256.buf,
+				 w->base256.len) &&
+	    !xlate_tree_delta_merged(&w->base_ix, content->buf, content->len,
+				     &w->conv, &w->delta))
+		return 0;
+	if (xlate_tree_delta_native(repo_algo(b->repo), &w->base256, content,
 				    &w->conv, &w->delta)) {
 		err_clear();
 		return -1;
@@ -2177,10 +2243,9 @@ static int native_delta(struct walker *w, uint32_t i, const struct oid *oid,
 /*
  * What the spill keeps of entry i, named with the SHA-1 form in w->conv
  * (`content` its own form): that form, or, for a tree stored as a delta,
- * the SHA-1 pack's delta when it is smaller (*is_delta then 1): from the
- * base's SHA-1 form when it was named a moment ago (w->has_base), else
- * from the native forms.  A tree's two forms go to b->forms, as a base
- * for others.
+ * the SHA-1 pack's delta when it is smaller (*is_delta then 1): against
+ * the reference when it is the delta base, else from the native forms.
+ * A tree's two forms go to b->forms, as a reference for others.
  */
 static const struct buf *spill_payload(struct walker *w, uint32_t i,
 				       const struct oid *oid,
@@ -2194,9 +2259,14 @@ static const struct buf *spill_payload(struct walker *w, uint32_t i,
 	if (b->map.entries[i].type != OBJ_TREE || b->spill.fd < 0)
 		return &w->conv;
 	if (b->forms.slot && w->place.pack)
-		forms_put(&b->forms, w->place.pack, w->place.offset, content, &w->conv);
-	if (w->has_base)
-		ret = xlate_tree_delta(&w->base_form, &w->conv, &w->delta);
+		forms_put(&b->forms, w->place.pack, w->place.offset, w->anc,
+			  content, &w->conv);
+	if (w->has_ref && w->ref_is_base && w->s->nodes[i].has_gitlink)
+		ret = xlate_tree_delta(&w->ref1, &w->conv, &w->delta);
+	else if (w->has_ref && w->ref_is_base)
+		ret = xlate_tree_delta_merged(&w->ref_ix, content->buf,
+					      content->len, &w->conv, &w->delta) ?
+		      xlate_tree_delta(&w->ref1, &w->conv, &w->delta) : 0;
 	else
 		ret = native_delta(w, i, oid, content);
 	if (ret || w->delta.len >= w->conv.len) {
@@ -2218,63 +2288,37 @@ static const struct buf *spill_payload(struct walker *w, uint32_t i,
 }
 
 /*
- * Before converting tree `oid` (entry i): where it is stored, and if it
- * is a delta whose base b->forms still has, the base's forms and the
- * table of its entries (base_name()).  Any failure only means no base.
+ * Before converting tree `oid` (entry i): where it is stored, and a
+ * reference from b->forms (forms_get_ref()), indexed.  Any failure only
+ * means no reference.
  */
-static void base_prepare(struct walker *w, uint32_t i, const struct oid *oid)
+static void ref_prepare(struct walker *w, uint32_t i, const struct oid *oid)
 {
-	const unsigned char *p, *end, *p1, *end1;
-	size_t n = 0, cap = 16;
+	const struct hash_algo *algo = repo_algo(w->b->repo);
 
-	w->has_base = 0;
-	w->base_for = i + 1;
+	w->has_ref = 0;
+	w->ref_for = i + 1;
 	if (odb_place(w->b->odb, oid, &w->place) || !w->place.pack) {
-		err_clear();	/* loose, or gone: no place, no base */
+		err_clear();	/* loose, or gone: no place, no reference */
 		w->place.pack = NULL;
 		return;
 	}
-	if (w->place.base == ODB_NO_PLACE ||
-	    forms_get(&w->b->forms, w->place.pack, w->place.base, &w->base256,
-		      &w->base_form))
+	w->anc[0] = w->place.base;
+	for (int d = 1; d < FORMS_ANC; d++)
+		if (w->anc[d - 1] == ODB_NO_PLACE ||
+		    odb_placed_base(w->b->odb, w->place.pack, w->anc[d - 1], &w->anc[d]))
+			w->anc[d] = ODB_NO_PLACE;
+	err_clear();
+	if (forms_get_ref(&w->b->forms, w->place.pack, w->place.offset, w->anc,
+			  &w->ref256, &w->ref1, &w->ref_is_base))
 		return;
-	/* a slot for every 21 bytes of the SHA-1 form, at most half full */
-	while (cap < 2 * (w->base_form.len / 21 + 1))
-		cap *= 2;
-	if (cap > w->bt_alloc) {
-		struct base_slot *bt = realloc(w->bt, cap * sizeof(*bt));
-
-		if (!bt)
-			return;
-		w->bt = bt;
-		w->bt_alloc = cap;
+	if (xlate_tree_ix_build(&w->ref_ix, algo, w->ref256.buf, w->ref256.len) ||
+	    algo->rawsz < 20 ||
+	    w->ref1.len != w->ref256.len - w->ref_ix.nr * (algo->rawsz - 20)) {
+		err_clear();	/* not what we made: no reference */
+		return;
 	}
-	w->bt_mask = cap - 1;	/* sized for this base, not the biggest yet */
-	memset(w->bt, 0, cap * sizeof(*w->bt));
-	p = (const unsigned char *)w->base256.buf;
-	end = p + w->base256.len;
-	p1 = (const unsigned char *)w->base_form.buf;
-	end1 = p1 + w->base_form.len;
-	/* the two forms list the same entries, in the same order */
-	while (p < end && p1 < end1) {
-		const unsigned char *nul = memchr(p, '\0', (size_t)(end - p));
-		const unsigned char *nul1 = memchr(p1, '\0', (size_t)(end1 - p1));
-		uint64_t tag;
-		size_t k;
-
-		if (!nul || !nul1 || end - nul < 33 || end1 - nul1 < 21 ||
-		    nul - p != nul1 - p1 || ++n > w->bt_mask / 2)
-			return;		/* not what we made: no base */
-		memcpy(&tag, nul + 1, sizeof(tag));
-		for (k = tag & w->bt_mask; w->bt[k].at256; k = (k + 1) & w->bt_mask)
-			;
-		w->bt[k].tag = tag;
-		w->bt[k].at256 = (uint32_t)(nul + 1 - (const unsigned char *)w->base256.buf);
-		w->bt[k].at1 = (uint32_t)(nul1 + 1 - (const unsigned char *)w->base_form.buf);
-		p = nul + 33;
-		p1 = nul1 + 21;
-	}
-	w->has_base = p == end && p1 == end1 && w->base256.len < UINT32_MAX;
+	w->has_ref = 1;
 }
 
 /* Name entry i, its hashed SHA-1 form in w->conv: claim, store, publish. */
@@ -2328,7 +2372,7 @@ static int walk_close(struct walker *w, uint32_t i)
 	const struct buf *content = s->nodes[i].content;
 	struct oid oid;
 	enum obj_type type;
-	int ret;
+	int ret, against;
 
 	entry_oid(b, i, &oid);
 	if (!content) {
@@ -2340,14 +2384,28 @@ static int walk_close(struct walker *w, uint32_t i)
 	w->map_failed = w->map_retry = 0;
 	w->fatal = 0;
 	if (e->type != OBJ_TREE || !b->forms.slot) {
-		w->has_base = 0;
+		w->has_ref = 0;
 		w->place.pack = NULL;
-		w->base_for = 0;
-	} else if (w->base_for != i + 1) {
-		base_prepare(w, i, &oid);	/* not made when it was opened */
+		w->ref_for = 0;
+	} else if (w->ref_for != i + 1) {
+		ref_prepare(w, i, &oid);	/* not made when it was opened */
 	}
-	ret = xlate_object(&o, (enum obj_type)e->type, content->buf,
-			   content->len, &w->conv);
+	ret = XL_EINVALID;	/* not converted yet */
+	if (w->has_ref)
+		ret = xlate_tree_against(&o, content->buf, content->len, &w->ref_ix,
+					 w->ref1.buf, w->ref1.len, &w->conv);
+	against = !ret;
+	/* no reference, or the tree does not parse: upstream's message */
+	if (ret == XL_ECORRUPT || ret == XL_EINVALID || ret == XL_ETOOBIG) {
+		err_clear();
+		ret = xlate_object(&o, (enum obj_type)e->type, content->buf,
+				   content->len, &w->conv);
+	}
+	if (!ret && e->type == OBJ_TREE) {
+		atomic_fetch_add(&b->trees, 1);
+		if (against)
+			atomic_fetch_add(&b->trees_against, 1);
+	}
 	if (w->fatal)
 		return w->fatal;	/* the cache failed us: not the object's fault */
 	if (ret && w->has_blocked) {
@@ -2483,8 +2541,11 @@ static int walker_init(struct walker *w, struct build *b, struct sched *s)
 	w->s = s;
 	buf_init(&w->content);
 	buf_init(&w->conv);
+	buf_init(&w->ref256);
+	buf_init(&w->ref1);
 	buf_init(&w->base256);
-	buf_init(&w->base_form);
+	xlate_tree_ix_init(&w->ref_ix);
+	xlate_tree_ix_init(&w->base_ix);
 	buf_init(&w->delta);
 	buf_init(&w->rec);
 	/* a miss on an all-zero slot key is harmless: no name is all zeros */
@@ -2498,11 +2559,14 @@ static void walker_release(struct walker *w)
 {
 	buf_release(&w->content);
 	buf_release(&w->conv);
+	buf_release(&w->ref256);
+	buf_release(&w->ref1);
 	buf_release(&w->base256);
-	buf_release(&w->base_form);
+	xlate_tree_ix_release(&w->ref_ix);
+	xlate_tree_ix_release(&w->base_ix);
 	buf_release(&w->delta);
 	buf_release(&w->rec);
-	free(w->bt);
+
 	free(w->recent);
 	free(w->deps);
 	free(w->miss);
@@ -3179,9 +3243,11 @@ int xlate_build(struct repo *repo, struct cache *cache,
 	b.spill.fd = -1;
 	atomic_init(&b.done, 0);
 	atomic_init(&b.nr_unreadable, 0);
+	atomic_init(&b.trees, 0);
+	atomic_init(&b.trees_against, 0);
 	pthread_mutex_init(&b.lock, NULL);
 	pthread_mutex_init(&b.names_lock, NULL);
-	pthread_mutex_init(&b.old_lock, NULL);
+	pthread_rwlock_init(&b.old_lock, NULL);
 	pthread_mutex_init(&b.missing_lock, NULL);
 	if (repo_algo(repo) != &hash_sha256)
 		return err_set(XL_EUNSUPPORTED,
@@ -3240,7 +3306,7 @@ int xlate_build(struct repo *repo, struct cache *cache,
 	progress(&b);
 
 	if (opts->pack1) {
-		size_t arena = forms_bytes(&b);
+		size_t arena = forms_bytes();
 		const char *walk = getenv("XLATE_TEST_WALK_DELTAS");
 
 		/* the tests compare it with the layout making every delta */
@@ -3322,6 +3388,8 @@ int xlate_build(struct repo *repo, struct cache *cache,
 	t1 = seconds();
 	stats->secs_store = t1 - t;
 	stats->spill_bytes = b.spill.len;
+	stats->trees = b.trees;
+	stats->trees_against = b.trees_against;
 	/*
 	 * The walk's own tables are done with; the layout needs the names
 	 * and the spill, and its tables of every pack entry take their
@@ -3370,7 +3438,7 @@ out:
 	free(b.packs);
 	pthread_mutex_destroy(&b.lock);
 	pthread_mutex_destroy(&b.names_lock);
-	pthread_mutex_destroy(&b.old_lock);
+	pthread_rwlock_destroy(&b.old_lock);
 	pthread_mutex_destroy(&b.missing_lock);
 	return ret;
 }

@@ -112,6 +112,10 @@ int cmd_build(struct cli *cli, int argc, char **argv)
 			(double)st.spill_bytes / 1e6,
 			(unsigned long long)cli->pack1_stats.tree_deltas,
 			(unsigned long long)cli->pack1_stats.tree_deltas_walked);
+	if (verbose && st.trees)
+		fprintf(stderr, "trees: %llu converted, %llu of them against a "
+			"version named before\n", (unsigned long long)st.trees,
+			(unsigned long long)st.trees_against);
 	if (verbose)
 		fprintf(stderr, "refusals for now: %s\n", st.retried ?
 			"walked again" :

@@ -22,7 +22,7 @@
  * Every read is bounded by the object's length; nothing recurses (a
  * mergetag's tag is converted by a plain call, one level deep).
  */
-#include "xlate.h"
+#include "xlate_i.h"
 
 #include <string.h>
 
@@ -96,8 +96,8 @@ static int map_failed(int ret, const char *what, const struct oid *oid)
  * decode_tree_entry_raw reads it.  *name points after the mode's space,
  * *name_len counts the name and its NUL.
  */
-static int tree_entry(const char *p, const char *end, size_t rawsz,
-		      unsigned *mode, const char **name, size_t *name_len)
+int xlate_tree_entry(const char *p, const char *end, size_t rawsz,
+		     unsigned *mode, const char **name, size_t *name_len)
 {
 	size_t size = (size_t)(end - p);
 	const char *q = p, *nul;
@@ -123,6 +123,26 @@ static int tree_entry(const char *p, const char *end, size_t rawsz,
 	return 0;
 }
 
+/* One entry at p (mode, name as xlate_tree_entry() found them), onto out. */
+static int convert_entry(const struct xlate_opts *o, const char *p,
+			 unsigned mode, const char *name, size_t name_len,
+			 struct buf *out)
+{
+	struct oid in, mapped;
+	int ret;
+
+	oid_from_raw(&in, o->from, (const unsigned char *)name + name_len);
+	if ((mode & 0170000) == 0160000 && o->map_gitlink &&
+	    !xlate_builtin(&in, o->to, &mapped))
+		ret = o->map_gitlink(o->map_data, &in, &mapped);
+	else
+		ret = map_oid(o, &in, &mapped);
+	if (ret)
+		return map_failed(ret, "failed to map tree entry for %s", &in);
+	return buf_add(out, p, (size_t)(name - p) + name_len) ?:
+	       buf_add(out, mapped.hash, o->to->rawsz);
+}
+
 static int convert_tree(const struct xlate_opts *o, const char *buf,
 			size_t len, struct buf *out)
 {
@@ -134,25 +154,59 @@ static int convert_tree(const struct xlate_opts *o, const char *buf,
 		const char *name;
 		size_t name_len;
 		unsigned mode;
-		struct oid in, mapped;
 
-		if ((ret = tree_entry(p, end, rawsz, &mode, &name, &name_len)))
+		if ((ret = xlate_tree_entry(p, end, rawsz, &mode, &name, &name_len)) ||
+		    (ret = convert_entry(o, p, mode, name, name_len, out)))
 			return ret;
-		oid_from_raw(&in, o->from,
-			     (const unsigned char *)name + name_len);
-		if ((mode & 0170000) == 0160000 && o->map_gitlink &&
-		    !xlate_builtin(&in, o->to, &mapped))
-			ret = o->map_gitlink(o->map_data, &in, &mapped);
-		else
-			ret = map_oid(o, &in, &mapped);
-		if (ret)
-			return map_failed(ret, "failed to map tree entry for %s",
-					  &in);
-		buf_add(out, p, (size_t)(name - p) + name_len);
-		buf_add(out, mapped.hash, o->to->rawsz);
 		p = name + name_len + rawsz;
 	}
 	return 0;
+}
+
+/*
+ * Against a reference (tree_merge.c): a shared stretch is the
+ * reference's SHA-1 entries as they are, since an entry's conversion is
+ * a function of its bytes; the tree's own entries convert one by one, in
+ * the tree's order, so the first that fails is the one convert_tree()
+ * would have stopped at.
+ */
+struct against {
+	const struct xlate_opts *o;
+	const struct xlate_tree_ix *ref;
+	const char *ref1;
+	struct buf *out;
+};
+
+static int against_step(void *data, const struct xlate_merge_step *s)
+{
+	struct against *a = data;
+	size_t shrink = a->ref->rawsz - a->o->to->rawsz;
+
+	if (s->kind == XLATE_MERGE_OWN)
+		return convert_entry(a->o, s->p, s->mode, s->name, s->name_len,
+				     a->out);
+	return buf_add(a->out, a->ref1 + a->ref->at[s->first] - s->first * shrink,
+		       (a->ref->at[s->end] - a->ref->at[s->first]) -
+		       (s->end - s->first) * shrink);
+}
+
+int xlate_tree_against(const struct xlate_opts *o, const char *t, size_t tlen,
+		       const struct xlate_tree_ix *ref, const char *ref1,
+		       size_t ref1_len, struct buf *out)
+{
+	struct against a = { o, ref, ref1, out };
+	int ret;
+
+	buf_reset(out);
+	if (o->from->rawsz != ref->rawsz || o->to->rawsz > o->from->rawsz ||
+	    ref1_len != ref->len - ref->nr * (ref->rawsz - o->to->rawsz))
+		return err_set(XL_EINVALID, "a reference tree whose forms differ");
+	if (buf_grow(out, tlen))
+		return err_set(XL_ENOMEM, "out of memory");
+	ret = xlate_tree_merge(ref, t, tlen, against_step, &a, NULL);
+	if (ret)
+		buf_reset(out);
+	return ret;
 }
 
 /* ---- tags ----------------------------------------------------------- */
@@ -487,8 +541,8 @@ int xlate_refs(const struct hash_algo *algo, enum obj_type type,
 			size_t name_len;
 			unsigned mode;
 
-			if ((ret = tree_entry(p, end, algo->rawsz, &mode, &name,
-					      &name_len)))
+			if ((ret = xlate_tree_entry(p, end, algo->rawsz, &mode,
+						    &name, &name_len)))
 				return ret;
 			oid_from_raw(&oid, algo, (const unsigned char *)name + name_len);
 			kind = (mode & 0170000) == 0160000 ? XLATE_REF_GITLINK :

@@ -359,6 +359,65 @@ static int put_insert(struct buf *out, const char *p, size_t len)
 #define COPY_MAX 0xffffffu	/* what one copy instruction can say */
 
 /*
+ * The delta's instructions as the tree's entries come, in its order:
+ * each either matched in the base (its bytes there, in the SHA-1 form)
+ * or not (its bytes in t's SHA-1 form).  Matched entries that follow
+ * each other in the base make one copy, up to COPY_MAX; unmatched ones
+ * that follow each other make one insert.  Both ways of finding the
+ * matches (tree_delta() and the walk of xlate_tree_delta_merged()) emit
+ * through this, so that they make the same bytes from the same matches.
+ */
+struct delta_out {
+	struct buf *out;
+	const char *t1;			/* t's SHA-1 form, for inserts */
+	uint64_t run_off, run_len;	/* base bytes copied so far */
+	size_t ins_start, ins_len;	/* t1 bytes to insert */
+};
+
+static int emit_match(struct delta_out *d, uint64_t start, uint64_t len)
+{
+	int ret;
+
+	if (d->run_len && start == d->run_off + d->run_len &&
+	    d->run_len + len <= COPY_MAX) {
+		d->run_len += len;
+		return 0;
+	}
+	if (d->run_len && (ret = put_copy(d->out, d->run_off, d->run_len)))
+		return ret;
+	if (d->ins_len && (ret = put_insert(d->out, d->t1 + d->ins_start, d->ins_len)))
+		return ret;
+	d->ins_len = 0;
+	d->run_off = start;
+	d->run_len = len;
+	return 0;
+}
+
+static int emit_own(struct delta_out *d, size_t start, size_t len)
+{
+	int ret;
+
+	if (d->run_len && (ret = put_copy(d->out, d->run_off, d->run_len)))
+		return ret;
+	d->run_len = 0;
+	if (!d->ins_len)
+		d->ins_start = start;
+	d->ins_len += len;
+	return 0;
+}
+
+static int emit_end(struct delta_out *d)
+{
+	int ret = 0;
+
+	if (d->run_len)
+		ret = put_copy(d->out, d->run_off, d->run_len);
+	if (!ret && d->ins_len)
+		ret = put_insert(d->out, d->t1 + d->ins_start, d->ins_len);
+	return ret;
+}
+
+/*
  * The delta from base b to tree t, both parsed with names rawsz bytes
  * long, whose inserts are taken from t1, t's SHA-1 form (t itself when
  * rawsz is 20).
@@ -369,9 +428,7 @@ static int tree_delta(const struct buf *b, const struct buf *t,
 	struct tree_ent *be = NULL, *te = NULL;
 	size_t nb = 0, nt = 0, cap = 16;
 	uint32_t *slots = NULL;
-	/* a run: the base bytes [run_off, run_off + run_len) copied so far */
-	uint64_t run_off = 0, run_len = 0;
-	size_t ins_start = 0, ins_len = 0;
+	struct delta_out d = { out, t1->buf, 0, 0, 0, 0 };
 	int ret;
 
 	buf_reset(out);
@@ -402,52 +459,105 @@ static int tree_delta(const struct buf *b, const struct buf *t,
 	if ((ret = buf_add_varint(out, b->len - nb * (rawsz - 20))) ||
 	    (ret = buf_add_varint(out, t1->len)))
 		goto out;
-	for (size_t i = 0; i <= nt && !ret; i++) {
+	for (size_t i = 0; i < nt && !ret; i++) {
 		uint32_t found = UINT32_MAX;
 
-		if (i < nt) {
-			for (size_t k = te[i].hash & (cap - 1); slots[k] != UINT32_MAX;
-			     k = (k + 1) & (cap - 1)) {
-				const struct tree_ent *c = &be[slots[k]];
+		for (size_t k = te[i].hash & (cap - 1); slots[k] != UINT32_MAX;
+		     k = (k + 1) & (cap - 1)) {
+			const struct tree_ent *c = &be[slots[k]];
 
-				/* the first match in base order: one answer */
-				if (c->hash == te[i].hash && c->cmp_len == te[i].cmp_len &&
-				    !memcmp(b->buf + c->at, t->buf + te[i].at,
-					    c->cmp_len) &&
-				    (found == UINT32_MAX || slots[k] < found))
-					found = slots[k];
-			}
+			/* the first match in base order: one answer */
+			if (c->hash == te[i].hash && c->cmp_len == te[i].cmp_len &&
+			    !memcmp(b->buf + c->at, t->buf + te[i].at,
+				    c->cmp_len) &&
+			    (found == UINT32_MAX || slots[k] < found))
+				found = slots[k];
 		}
-		/* extend the run, or end it */
-		if (found != UINT32_MAX && run_len &&
-		    be[found].start == run_off + run_len &&
-		    run_len + be[found].len <= COPY_MAX) {
-			run_len += be[found].len;
-			continue;
-		}
-		if (run_len && (ret = put_copy(out, run_off, run_len)))
-			break;
-		run_len = 0;
-		if (found != UINT32_MAX) {
-			if (ins_len && (ret = put_insert(out, t1->buf + ins_start, ins_len)))
-				break;
-			ins_len = 0;
-			run_off = be[found].start;
-			run_len = be[found].len;
-		} else if (i < nt) {
-			if (!ins_len)
-				ins_start = te[i].start;
-			ins_len += te[i].len;
-		}
+		ret = found != UINT32_MAX ?
+		      emit_match(&d, be[found].start, be[found].len) :
+		      emit_own(&d, te[i].start, te[i].len);
 	}
-	if (!ret && ins_len)
-		ret = put_insert(out, t1->buf + ins_start, ins_len);
+	if (!ret)
+		ret = emit_end(&d);
 out:
 	if (ret)
 		buf_reset(out);
 	free(slots);
 	free(be);
 	free(te);
+	return ret;
+}
+
+/*
+ * The same matches found by walking t against the base: in two trees in
+ * Git's order (names unique), an entry of t that the base holds byte for
+ * byte comes in a shared stretch (tree_merge.c), and is the base's only
+ * such entry, so it is the match tree_delta() finds.
+ */
+struct merged {
+	const struct xlate_tree_ix *base;
+	const char *t;
+	size_t t1_len, shrink;		/* rawsz - 20 */
+	size_t nt;			/* t's entries so far */
+	struct delta_out d;
+};
+
+static int merged_step(void *data, const struct xlate_merge_step *s)
+{
+	struct merged *m = data;
+	const uint32_t *at = m->base->at;
+	int ret = 0;
+
+	if (s->kind == XLATE_MERGE_OWN) {
+		/* t's entry starts shrink bytes sooner in t1 for each before it */
+		size_t start1 = (size_t)(s->p - m->t) - s->own * m->shrink;
+		size_t len1 = s->len - m->shrink;
+
+		m->nt++;
+		if (start1 + len1 > m->t1_len)
+			return err_set(XL_ECORRUPT, "a SHA-1 tree that is not its "
+				       "native tree's form");
+		return emit_own(&m->d, start1, len1);
+	}
+	m->nt += s->end - s->first;
+	for (size_t j = s->first; j < s->end && !ret; j++) {
+		uint64_t start = at[j] - j * m->shrink;
+		/* the rest of the stretch, if one copy can take it all */
+		uint64_t rest = (at[s->end] - s->end * m->shrink) - start;
+
+		if (m->d.run_len && start == m->d.run_off + m->d.run_len &&
+		    m->d.run_len + rest <= COPY_MAX) {
+			m->d.run_len += rest;
+			break;
+		}
+		ret = emit_match(&m->d, start, at[j + 1] - at[j] - m->shrink);
+	}
+	return ret;
+}
+
+int xlate_tree_delta_merged(const struct xlate_tree_ix *base, const char *t,
+			    size_t tlen, const struct buf *t1, struct buf *out)
+{
+	struct merged m = { base, t, t1->len, base->rawsz - 20, 0,
+			    { out, t1->buf, 0, 0, 0, 0 } };
+	int sorted = 0, ret;
+
+	buf_reset(out);
+	if (base->rawsz < 20 || !base->sorted || base->has_gitlink)
+		return XL_EUNSUPPORTED;
+	if ((ret = buf_add_varint(out, base->len - base->nr * m.shrink)) ||
+	    (ret = buf_add_varint(out, t1->len)) ||
+	    (ret = xlate_tree_merge(base, t, tlen, merged_step, &m, &sorted)) ||
+	    (ret = emit_end(&m.d)))
+		goto out;
+	if (t1->len != tlen - m.nt * m.shrink)
+		ret = err_set(XL_ECORRUPT, "a SHA-1 tree that is not its native "
+			      "tree's form");
+	else if (!sorted)
+		ret = XL_EUNSUPPORTED;
+out:
+	if (ret)
+		buf_reset(out);
 	return ret;
 }
 

@@ -229,6 +229,8 @@ struct xlate_build_stats {
 	uint32_t broken_packs_sum;	/* tells one set of them from another */
 	char first_broken_pack[600];	/* "<path>: <why>" of the first */
 	uint64_t spill_bytes;		/* what the walk kept for the layout */
+	uint64_t trees;			/* trees converted by the walk */
+	uint64_t trees_against;		/* of those, against a reference */
 	/* wall seconds spent in each phase (see build.c), for -v */
 	double secs_gather, secs_classify, secs_blobs, secs_walk,
 	       secs_store, secs_layout;

@@ -95,6 +95,88 @@ int xlate_tree_delta_native(const struct hash_algo *algo, const struct buf *b,
 			    const struct buf *t, const struct buf *t1,
 			    struct buf *out);
 
+/*
+ * One tree entry at p (end - p bytes left), parsed as upstream's
+ * decode_tree_entry_raw parses it (convert.c): *name points after the
+ * mode's space, *name_len counts the name and its NUL.  0, or
+ * XL_ECORRUPT.
+ */
+int xlate_tree_entry(const char *p, const char *end, size_t rawsz,
+		     unsigned *mode, const char **name, size_t *name_len);
+
+/*
+ * A tree walked against a reference tree that lists mostly the same
+ * entries (tree_merge.c): the stretches they share are found by
+ * comparing bytes, and only the entries between them are parsed.
+ *
+ * The reference's entries by where they start (its native form, names
+ * of rawsz bytes): entry k is [at[k], at[k + 1]) of buf, and at[k] -
+ * k * (rawsz - 20) of its SHA-1 form.  buf is not owned.
+ */
+struct xlate_tree_ix {
+	const char *buf;
+	size_t len, rawsz;
+	uint32_t *at;			/* nr + 1 starts (at[nr] == len) */
+	size_t nr, alloc;
+	int sorted;			/* strictly in Git's tree order */
+	int has_gitlink;		/* an entry of mode 160000 */
+};
+void xlate_tree_ix_init(struct xlate_tree_ix *ix);
+void xlate_tree_ix_release(struct xlate_tree_ix *ix);
+/* Index the tree buf (which must outlive the index): 0 or an error. */
+int xlate_tree_ix_build(struct xlate_tree_ix *ix, const struct hash_algo *algo,
+			const char *buf, size_t len);
+
+/*
+ * A step of the walk: entries [first, end) of the reference, which the
+ * tree lists next, byte for byte (XLATE_MERGE_SAME); or one entry of the
+ * tree's own (XLATE_MERGE_OWN), at p, len bytes.  `own` counts the
+ * tree's entries before the step.
+ */
+enum xlate_merge_kind { XLATE_MERGE_SAME, XLATE_MERGE_OWN };
+struct xlate_merge_step {
+	enum xlate_merge_kind kind;
+	size_t first, end;		/* SAME */
+	const char *p;			/* OWN: the entry */
+	size_t len;
+	unsigned mode;
+	const char *name;		/* after the mode's space */
+	size_t name_len;		/* with its NUL */
+	size_t own;
+};
+typedef int (*xlate_merge_fn)(void *data, const struct xlate_merge_step *s);
+/*
+ * Walk tree t (tlen bytes, names of ref->rawsz bytes) against ref,
+ * calling fn for each step, in t's order; a non-zero return stops the
+ * walk and is returned.  *sorted (if not NULL): whether both trees were
+ * strictly in Git's order, so that every entry t shares with ref came
+ * in a SAME step.  XL_ECORRUPT where t does not parse (say so with
+ * xlate_object(), whose messages are upstream's).
+ */
+int xlate_tree_merge(const struct xlate_tree_ix *ref, const char *t,
+		     size_t tlen, xlate_merge_fn fn, void *data, int *sorted);
+
+/*
+ * The SHA-1 form of tree t (native form, tlen bytes) into out (reset
+ * first), converted as xlate_object() converts it, where ref indexes a
+ * tree whose SHA-1 form is ref1: what the two share is copied from ref1
+ * (convert.c).  Returns what xlate_object() would, except that
+ * XL_ECORRUPT comes without upstream's message: convert with
+ * xlate_object() then.
+ */
+int xlate_tree_against(const struct xlate_opts *o, const char *t, size_t tlen,
+		       const struct xlate_tree_ix *ref, const char *ref1,
+		       size_t ref1_len, struct buf *out);
+
+/*
+ * xlate_tree_delta_native()'s delta, worked out by walking t against
+ * its base's index (pack1.c): the same bytes, where the walk can say so
+ * (both trees in Git's order, no gitlink); XL_EUNSUPPORTED where it
+ * cannot.
+ */
+int xlate_tree_delta_merged(const struct xlate_tree_ix *base, const char *t,
+			    size_t tlen, const struct buf *t1, struct buf *out);
+
 /* Keep what a build found missing in the cache (missing.c). */
 struct cache;
 int xlate_missing_store(struct cache *cache, const struct xlate_missing *m);

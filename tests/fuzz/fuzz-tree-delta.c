@@ -14,6 +14,14 @@
  * name, past one insert instruction's 127 bytes.  The SHA-256 names of
  * the pool differ in their first 20 bytes, which are their SHA-1 names:
  * one SHA-1 name each, as the build's refusal of collisions ensures.
+ *
+ * The walk also works both out by walking the target against a tree
+ * it shares entries with (tree_merge.c): the delta from the base's
+ * index (xlate_tree_delta_merged()), which must be the same bytes
+ * whenever it says it can, and must say so when both trees are in
+ * Git's order; and the target's SHA-1 form from the base's
+ * (xlate_tree_against()), which must be what xlate_object() makes,
+ * whatever the order.
  */
 #include "fuzz.h"
 #include "../../xlate/xlate_i.h"
@@ -37,8 +45,21 @@ static int add_entry(struct buf *t, size_t rawsz, uint8_t m, uint8_t n,
 	       buf_addch(t, '\0') ?: buf_add(t, name, rawsz);
 }
 
+/* The pool's SHA-1 names are the first 20 bytes of its SHA-256 ones. */
+static int map_prefix(void *data, const struct oid *in, struct oid *out)
+{
+	(void)data;
+	oid_from_raw(out, &hash_sha1, in->hash);
+	return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	struct xlate_opts o = { &hash_sha256, &hash_sha1, map_prefix, NULL,
+				XLATE_UNKNOWN_FAIL, NULL };
+	struct xlate_tree_ix bix, tix;
+	struct buf dm = BUF_INIT, conv = BUF_INIT, against = BUF_INIT;
+	int rm;
 	struct buf b256 = BUF_INIT, t256 = BUF_INIT, b1 = BUF_INIT, t1 = BUF_INIT;
 	struct buf d1 = BUF_INIT, dn = BUF_INIT, made = BUF_INIT;
 	struct buf *into256 = &b256, *into1 = &b1;
@@ -66,6 +87,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fuzz_check(!delta_apply((const unsigned char *)b1.buf, b1.len,
 				(const unsigned char *)d1.buf, d1.len, &made));
 	fuzz_check(made.len == t1.len && !memcmp(made.buf, t1.buf, t1.len));
+
+	xlate_tree_ix_init(&bix);
+	xlate_tree_ix_init(&tix);
+	fuzz_check(!xlate_tree_ix_build(&bix, &hash_sha256, b256.buf, b256.len));
+	fuzz_check(!xlate_tree_ix_build(&tix, &hash_sha256, t256.buf, t256.len));
+	rm = xlate_tree_delta_merged(&bix, t256.buf, t256.len, &t1, &dm);
+	fuzz_check(!rm || rm == XL_EUNSUPPORTED);
+	if (bix.sorted && tix.sorted)
+		fuzz_check(!rm);
+	if (!rm)
+		fuzz_check(dm.len == d1.len && !memcmp(dm.buf, d1.buf, d1.len));
+	fuzz_check(!xlate_object(&o, OBJ_TREE, t256.buf, t256.len, &conv));
+	fuzz_check(conv.len == t1.len && !memcmp(conv.buf, t1.buf, t1.len));
+	fuzz_check(!xlate_tree_against(&o, t256.buf, t256.len, &bix, b1.buf,
+				       b1.len, &against));
+	fuzz_check(against.len == conv.len &&
+		   !memcmp(against.buf, conv.buf, conv.len));
+	xlate_tree_ix_release(&bix);
+	xlate_tree_ix_release(&tix);
+	buf_release(&dm);
+	buf_release(&conv);
+	buf_release(&against);
 	buf_release(&b256);
 	buf_release(&t256);
 	buf_release(&b1);
