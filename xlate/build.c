@@ -163,7 +163,7 @@ struct queued {
 struct writer {
 	atomic_uint_fast64_t commit_ns;	/* the last commit's processor time */
 	pthread_mutex_t lock;
-	pthread_cond_t wake, idle;
+	pthread_cond_t wake, idle, room;
 	struct queued *q;		/* guarded by lock */
 	size_t nr, alloc;		/* guarded by lock */
 	int busy, stop;			/* guarded by lock */
@@ -204,6 +204,7 @@ static void *writer_main(void *arg)
 			w->nr = 0;
 		}
 		w->busy = 1;
+		pthread_cond_broadcast(&w->room);
 		pthread_mutex_unlock(&w->lock);
 		for (size_t i = 0; i < ntake; i++) {
 			if (ret) {
@@ -234,12 +235,25 @@ static void *writer_main(void *arg)
 }
 
 #define WRITER_WAKE 1024	/* rows queued before the writer is woken */
+/*
+ * Rows queued before the walk waits for the writer: the queue is bounded
+ * like everything else.  At a million objects the walk names objects
+ * faster than sqlite takes them on two cores, and an unbounded queue
+ * reached hundreds of thousands of rows (100 bytes or so each) by the
+ * end of the walk, the build's peak.  The writer takes the whole queue
+ * at once, so at most twice this many rows are held.
+ */
+#define WRITER_MAX 32768
 
 static int writer_push(struct writer *w, const struct cache_object *co)
 {
 	int ret = 0;
 
 	pthread_mutex_lock(&w->lock);
+	while (w->nr >= WRITER_MAX && !w->error) {
+		pthread_cond_signal(&w->wake);
+		pthread_cond_wait(&w->room, &w->lock);
+	}
 	if (ARRAY_GROW(w->q, w->nr, w->alloc, 4096)) {
 		pthread_mutex_unlock(&w->lock);
 		return XL_ENOMEM;
@@ -288,6 +302,7 @@ static int writer_start(struct writer *w, struct cache *cache)
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_cond_init(&w->wake, NULL);
 	pthread_cond_init(&w->idle, NULL);
+	pthread_cond_init(&w->room, NULL);
 	if (pthread_create(&w->tid, NULL, writer_main, w))
 		return err_set(XL_ENOMEM, "cannot start the cache writer");
 	return 0;
@@ -305,6 +320,7 @@ static void writer_stop(struct writer *w)
 	free(w->q);
 	pthread_cond_destroy(&w->wake);
 	pthread_cond_destroy(&w->idle);
+	pthread_cond_destroy(&w->room);
 	pthread_mutex_destroy(&w->lock);
 }
 
@@ -393,7 +409,10 @@ struct form_slot {
 	uint64_t anc[FORMS_ANC];	/* its delta base, the base's base...
 					   (ODB_NO_PLACE: none) */
 	size_t at, len, len1;		/* in the arena: SHA-1 form, then the
-					   tree's own */
+					   tree's own, then its index's entry
+					   starts (nr + 1 of them) */
+	size_t nr;			/* its index (struct xlate_tree_ix) */
+	uint8_t sorted, has_gitlink;
 	uint32_t next;			/* 1 + the next slot of its bucket */
 	uint32_t next_by_anc[FORMS_ANC];	/* the same, in by_anc[] */
 };
@@ -850,13 +869,15 @@ static int oldest_in(const struct formcache *fc, size_t from, size_t len)
 
 /*
  * Keep copies of both forms of the tree stored at (pack, offset), with
- * where its delta chain goes (anc).
+ * where its delta chain goes (anc) and its index (ix, of form256), so
+ * that a tree converted against it need not parse it again.
  */
 static void forms_put(struct formcache *fc, const void *pack, uint64_t offset,
 		      const uint64_t *anc, const struct buf *form256,
-		      const struct buf *form1)
+		      const struct buf *form1, const struct xlate_tree_ix *ix)
 {
-	size_t len = form256->len + form1->len;
+	size_t ix_len = (ix->nr + 1) * sizeof(*ix->at);
+	size_t len = form256->len + form1->len + ix_len;
 	struct form_slot *f;
 	uint32_t k;
 
@@ -884,9 +905,13 @@ static void forms_put(struct formcache *fc, const void *pack, uint64_t offset,
 	f = &fc->slot[k];
 	memcpy(fc->arena + fc->head, form1->buf, form1->len);
 	memcpy(fc->arena + fc->head + form1->len, form256->buf, form256->len);
+	memcpy(fc->arena + fc->head + form1->len + form256->len, ix->at, ix_len);
 	f->at = fc->head;
 	f->len = len;
 	f->len1 = form1->len;
+	f->nr = ix->nr;
+	f->sorted = (uint8_t)ix->sorted;
+	f->has_gitlink = (uint8_t)ix->has_gitlink;
 	f->pack = pack;
 	f->offset = offset;
 	f->next = fc->bucket[forms_hash(offset)];
@@ -907,7 +932,8 @@ out:
 /*
  * A reference for the tree stored at (pack, offset), whose delta chain
  * goes on through anc: copies of both forms of a tree named lately that
- * lists mostly the same entries, into out256 and out1.  The nearest
+ * lists mostly the same entries, into out256 and out1, and of its index
+ * into ix (of out256).  The nearest
  * named tree along its delta chain, either way: pack-objects deltifies
  * older versions of a directory against newer ones and fast-import the
  * other way round, the walk names newer first, and walkers on other
@@ -916,7 +942,8 @@ out:
  */
 static int forms_get_ref(struct formcache *fc, const void *pack,
 			 uint64_t offset, const uint64_t *anc,
-			 struct buf *out256, struct buf *out1, int *is_base)
+			 struct buf *out256, struct buf *out1,
+			 struct xlate_tree_ix *ix, int *is_base)
 {
 	struct form_slot *f = NULL;
 	int ret = XL_ENOTFOUND;
@@ -932,9 +959,22 @@ static int forms_get_ref(struct formcache *fc, const void *pack,
 			 anc[d] != ODB_NO_PLACE)
 			f = forms_find_by_anc(fc, d, pack, anc[d]);
 	}
-	if (f)
+	if (f) {
+		size_t ix_len = (f->nr + 1) * sizeof(*ix->at);
+		size_t len256 = f->len - f->len1 - ix_len;
+
 		ret = buf_add(out1, fc->arena + f->at, f->len1) ?:
-		      buf_add(out256, fc->arena + f->at + f->len1, f->len - f->len1);
+		      buf_add(out256, fc->arena + f->at + f->len1, len256) ?:
+		      ARRAY_GROW(ix->at, f->nr, ix->alloc, 256);
+		if (!ret) {
+			memcpy(ix->at, fc->arena + f->at + f->len1 + len256, ix_len);
+			ix->buf = out256->buf;
+			ix->len = out256->len;
+			ix->nr = f->nr;
+			ix->sorted = f->sorted;
+			ix->has_gitlink = f->has_gitlink;
+		}
+	}
 	pthread_mutex_unlock(&fc->lock);
 	if (ret == XL_ENOMEM)
 		err_clear();
@@ -1105,6 +1145,9 @@ struct walker {
 	uint32_t ref_for;		/* 1 + the entry they were made for */
 	struct buf ref256, ref1, base256, delta, rec;
 	struct xlate_tree_ix ref_ix, base_ix;
+	struct xlate_tree_ix conv_ix;	/* the tree's own, when converted
+					   against ref (conv_ix_for: 1 + i) */
+	uint32_t conv_ix_for;
 	uint32_t *deps;			/* collect_dep(): entries to wait on */
 	size_t ndeps, alloc_deps;
 	int has_gitlink;		/* collect_dep(): a tree with 160000 entries */
@@ -1912,7 +1955,7 @@ static int walk_open(struct walker *w, uint32_t i)
 	 */
 	if (w->has_ref && !w->ref_ix.has_gitlink) {
 		ret = xlate_tree_merge(&w->ref_ix, w->content.buf, w->content.len,
-				       collect_own_dep, w, NULL);
+				       collect_own_dep, w, NULL, NULL);
 		if (ret && ret != XL_ENOMEM) {
 			err_clear();	/* xlate_refs() says why, as upstream */
 			w->ndeps = 0;
@@ -2258,9 +2301,14 @@ static const struct buf *spill_payload(struct walker *w, uint32_t i,
 	*is_delta = 0;
 	if (b->map.entries[i].type != OBJ_TREE || b->spill.fd < 0)
 		return &w->conv;
-	if (b->forms.slot && w->place.pack)
+	/* its index came with its conversion, or is made here */
+	if (b->forms.slot && w->place.pack &&
+	    (w->conv_ix_for == i + 1 ||
+	     !xlate_tree_ix_build(&w->conv_ix, repo_algo(b->repo), content->buf,
+				  content->len)))
 		forms_put(&b->forms, w->place.pack, w->place.offset, w->anc,
-			  content, &w->conv);
+			  content, &w->conv, &w->conv_ix);
+	err_clear();
 	if (w->has_ref && w->ref_is_base && w->s->nodes[i].has_gitlink)
 		ret = xlate_tree_delta(&w->ref1, &w->conv, &w->delta);
 	else if (w->has_ref && w->ref_is_base)
@@ -2310,14 +2358,12 @@ static void ref_prepare(struct walker *w, uint32_t i, const struct oid *oid)
 			w->anc[d] = ODB_NO_PLACE;
 	err_clear();
 	if (forms_get_ref(&w->b->forms, w->place.pack, w->place.offset, w->anc,
-			  &w->ref256, &w->ref1, &w->ref_is_base))
+			  &w->ref256, &w->ref1, &w->ref_ix, &w->ref_is_base))
 		return;
-	if (xlate_tree_ix_build(&w->ref_ix, algo, w->ref256.buf, w->ref256.len) ||
-	    algo->rawsz < 20 ||
-	    w->ref1.len != w->ref256.len - w->ref_ix.nr * (algo->rawsz - 20)) {
-		err_clear();	/* not what we made: no reference */
-		return;
-	}
+	w->ref_ix.rawsz = algo->rawsz;
+	if (algo->rawsz < 20 ||
+	    w->ref1.len != w->ref256.len - w->ref_ix.nr * (algo->rawsz - 20))
+		return;		/* not what we made: no reference */
 	w->has_ref = 1;
 }
 
@@ -2391,10 +2437,14 @@ static int walk_close(struct walker *w, uint32_t i)
 		ref_prepare(w, i, &oid);	/* not made when it was opened */
 	}
 	ret = XL_EINVALID;	/* not converted yet */
+	w->conv_ix_for = 0;
 	if (w->has_ref)
 		ret = xlate_tree_against(&o, content->buf, content->len, &w->ref_ix,
-					 w->ref1.buf, w->ref1.len, &w->conv);
+					 w->ref1.buf, w->ref1.len, &w->conv,
+					 &w->conv_ix);
 	against = !ret;
+	if (against)
+		w->conv_ix_for = i + 1;
 	/* no reference, or the tree does not parse: upstream's message */
 	if (ret == XL_ECORRUPT || ret == XL_EINVALID || ret == XL_ETOOBIG) {
 		err_clear();
@@ -2546,6 +2596,7 @@ static int walker_init(struct walker *w, struct build *b, struct sched *s)
 	buf_init(&w->base256);
 	xlate_tree_ix_init(&w->ref_ix);
 	xlate_tree_ix_init(&w->base_ix);
+	xlate_tree_ix_init(&w->conv_ix);
 	buf_init(&w->delta);
 	buf_init(&w->rec);
 	/* a miss on an all-zero slot key is harmless: no name is all zeros */
@@ -2564,6 +2615,7 @@ static void walker_release(struct walker *w)
 	buf_release(&w->base256);
 	xlate_tree_ix_release(&w->ref_ix);
 	xlate_tree_ix_release(&w->base_ix);
+	xlate_tree_ix_release(&w->conv_ix);
 	buf_release(&w->delta);
 	buf_release(&w->rec);
 

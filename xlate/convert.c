@@ -192,7 +192,7 @@ static int against_step(void *data, const struct xlate_merge_step *s)
 
 int xlate_tree_against(const struct xlate_opts *o, const char *t, size_t tlen,
 		       const struct xlate_tree_ix *ref, const char *ref1,
-		       size_t ref1_len, struct buf *out)
+		       size_t ref1_len, struct buf *out, struct xlate_tree_ix *t_ix)
 {
 	struct against a = { o, ref, ref1, out };
 	int ret;
@@ -203,7 +203,7 @@ int xlate_tree_against(const struct xlate_opts *o, const char *t, size_t tlen,
 		return err_set(XL_EINVALID, "a reference tree whose forms differ");
 	if (buf_grow(out, tlen))
 		return err_set(XL_ENOMEM, "out of memory");
-	ret = xlate_tree_merge(ref, t, tlen, against_step, &a, NULL);
+	ret = xlate_tree_merge(ref, t, tlen, against_step, &a, NULL, t_ix);
 	if (ret)
 		buf_reset(out);
 	return ret;

@@ -547,7 +547,8 @@ int xlate_tree_delta_merged(const struct xlate_tree_ix *base, const char *t,
 		return XL_EUNSUPPORTED;
 	if ((ret = buf_add_varint(out, base->len - base->nr * m.shrink)) ||
 	    (ret = buf_add_varint(out, t1->len)) ||
-	    (ret = xlate_tree_merge(base, t, tlen, merged_step, &m, &sorted)) ||
+	    (ret = xlate_tree_merge(base, t, tlen, merged_step, &m, &sorted,
+				    NULL)) ||
 	    (ret = emit_end(&m.d)))
 		goto out;
 	if (t1->len != tlen - m.nt * m.shrink)

@@ -164,16 +164,36 @@ static size_t whole_entries(const struct xlate_tree_ix *ix, size_t k, size_t byt
 	return lo - k;
 }
 
+/* Entry starts at..at + n (each shifted by `shift`) onto ix->at. */
+static int ix_add(struct xlate_tree_ix *ix, const uint32_t *at, size_t n,
+		  int64_t shift)
+{
+	if (ARRAY_GROW(ix->at, ix->nr + n, ix->alloc, 256))
+		return err_set(XL_ENOMEM, "out of memory");
+	for (size_t j = 0; j < n; j++)
+		ix->at[ix->nr + j] = (uint32_t)((int64_t)at[j] + shift);
+	ix->nr += n;
+	return 0;
+}
+
 int xlate_tree_merge(const struct xlate_tree_ix *ref, const char *t,
-		     size_t tlen, xlate_merge_fn fn, void *data, int *sorted)
+		     size_t tlen, xlate_merge_fn fn, void *data, int *sorted,
+		     struct xlate_tree_ix *t_ix)
 {
 	const char *p = t, *end = t + tlen;
 	size_t rawsz = ref->rawsz, k = 0, own = 0;
 	struct ent_key prev = { NULL, 0, 0 };
-	int in_order = ref->sorted, ret;
+	int in_order = ref->sorted, shared = 0, ret;
 
 	if (tlen > UINT32_MAX)
 		return err_set(XL_ETOOBIG, "a tree over 4 GiB");
+	if (t_ix) {
+		t_ix->buf = t;
+		t_ix->len = tlen;
+		t_ix->rawsz = rawsz;
+		t_ix->nr = 0;
+		t_ix->has_gitlink = 0;
+	}
 	/*
 	 * The one check of an entry that looks past it (at the tree's last
 	 * bytes): made here for the stretches taken whole.
@@ -202,11 +222,17 @@ int xlate_tree_merge(const struct xlate_tree_ix *ref, const char *t,
 				s.kind = XLATE_MERGE_SAME;
 				s.first = k;
 				s.end = k + n;
+				s.p = p;
+				s.len = ref->at[k + n] - ref->at[k];
 				s.own = own;
 				if ((ret = fn(data, &s)))
 					return ret;
+				if (t_ix && (ret = ix_add(t_ix, ref->at + k, n,
+							  (int64_t)(p - t) - ref->at[k])))
+					return ret;
 				p += ref->at[k + n] - ref->at[k];
 				own += n;
+				shared = 1;
 				k += n;
 				key_of(ref, k - 1, &prev);
 				continue;
@@ -242,11 +268,33 @@ int xlate_tree_merge(const struct xlate_tree_ix *ref, const char *t,
 		s.own = own;
 		if ((ret = fn(data, &s)))
 			return ret;
+		if (t_ix) {
+			uint32_t at = (uint32_t)(p - t);
+
+			if ((ret = ix_add(t_ix, &at, 1, 0)))
+				return ret;
+			if ((mode & 0170000) == 0160000)
+				t_ix->has_gitlink = 1;
+		}
 		prev = key;
 		p += s.len;
 		own++;
 	}
 	if (sorted)
 		*sorted = in_order;
+	if (t_ix) {
+		uint32_t at = (uint32_t)tlen;
+
+		/*
+		 * Shared entries may bring the reference's gitlinks: say so
+		 * if it has any (more than the truth only costs a shortcut).
+		 */
+		if (ref->has_gitlink && shared)
+			t_ix->has_gitlink = 1;
+		if ((ret = ix_add(t_ix, &at, 1, 0)))
+			return ret;
+		t_ix->nr--;	/* at[nr] == len, past the last entry */
+		t_ix->sorted = in_order;
+	}
 	return 0;
 }

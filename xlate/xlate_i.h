@@ -130,16 +130,16 @@ int xlate_tree_ix_build(struct xlate_tree_ix *ix, const struct hash_algo *algo,
 /*
  * A step of the walk: entries [first, end) of the reference, which the
  * tree lists next, byte for byte (XLATE_MERGE_SAME); or one entry of the
- * tree's own (XLATE_MERGE_OWN), at p, len bytes.  `own` counts the
- * tree's entries before the step.
+ * tree's own (XLATE_MERGE_OWN).  Either way at p in the tree, len bytes.
+ * `own` counts the tree's entries before the step.
  */
 enum xlate_merge_kind { XLATE_MERGE_SAME, XLATE_MERGE_OWN };
 struct xlate_merge_step {
 	enum xlate_merge_kind kind;
 	size_t first, end;		/* SAME */
-	const char *p;			/* OWN: the entry */
+	const char *p;
 	size_t len;
-	unsigned mode;
+	unsigned mode;			/* OWN: the entry's */
 	const char *name;		/* after the mode's space */
 	size_t name_len;		/* with its NUL */
 	size_t own;
@@ -150,23 +150,28 @@ typedef int (*xlate_merge_fn)(void *data, const struct xlate_merge_step *s);
  * calling fn for each step, in t's order; a non-zero return stops the
  * walk and is returned.  *sorted (if not NULL): whether both trees were
  * strictly in Git's order, so that every entry t shares with ref came
- * in a SAME step.  XL_ECORRUPT where t does not parse (say so with
- * xlate_object(), whose messages are upstream's).
+ * in a SAME step.  t_ix (if not NULL): t's own index, as
+ * xlate_tree_ix_build() makes it, without parsing what t shares, except
+ * that `sorted` is *sorted's answer and has_gitlink may say 1 for a tree
+ * that shares entries with a reference holding gitlinks (both only
+ * ever cost a shortcut).  XL_ECORRUPT where t does not parse (say so
+ * with xlate_object(), whose messages are upstream's).
  */
 int xlate_tree_merge(const struct xlate_tree_ix *ref, const char *t,
-		     size_t tlen, xlate_merge_fn fn, void *data, int *sorted);
+		     size_t tlen, xlate_merge_fn fn, void *data, int *sorted,
+		     struct xlate_tree_ix *t_ix);
 
 /*
  * The SHA-1 form of tree t (native form, tlen bytes) into out (reset
  * first), converted as xlate_object() converts it, where ref indexes a
  * tree whose SHA-1 form is ref1: what the two share is copied from ref1
- * (convert.c).  Returns what xlate_object() would, except that
- * XL_ECORRUPT comes without upstream's message: convert with
- * xlate_object() then.
+ * (convert.c); t_ix (if not NULL) gets t's index (xlate_tree_merge()).
+ * Returns what xlate_object() would, except that XL_ECORRUPT comes
+ * without upstream's message: convert with xlate_object() then.
  */
 int xlate_tree_against(const struct xlate_opts *o, const char *t, size_t tlen,
 		       const struct xlate_tree_ix *ref, const char *ref1,
-		       size_t ref1_len, struct buf *out);
+		       size_t ref1_len, struct buf *out, struct xlate_tree_ix *t_ix);
 
 /*
  * xlate_tree_delta_native()'s delta, worked out by walking t against

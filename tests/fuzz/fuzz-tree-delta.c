@@ -57,7 +57,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct xlate_opts o = { &hash_sha256, &hash_sha1, map_prefix, NULL,
 				XLATE_UNKNOWN_FAIL, NULL };
-	struct xlate_tree_ix bix, tix;
+	struct xlate_tree_ix bix, tix, mix;
 	struct buf dm = BUF_INIT, conv = BUF_INIT, against = BUF_INIT;
 	int rm;
 	struct buf b256 = BUF_INIT, t256 = BUF_INIT, b1 = BUF_INIT, t1 = BUF_INIT;
@@ -90,6 +90,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	xlate_tree_ix_init(&bix);
 	xlate_tree_ix_init(&tix);
+	xlate_tree_ix_init(&mix);
 	fuzz_check(!xlate_tree_ix_build(&bix, &hash_sha256, b256.buf, b256.len));
 	fuzz_check(!xlate_tree_ix_build(&tix, &hash_sha256, t256.buf, t256.len));
 	rm = xlate_tree_delta_merged(&bix, t256.buf, t256.len, &t1, &dm);
@@ -101,11 +102,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fuzz_check(!xlate_object(&o, OBJ_TREE, t256.buf, t256.len, &conv));
 	fuzz_check(conv.len == t1.len && !memcmp(conv.buf, t1.buf, t1.len));
 	fuzz_check(!xlate_tree_against(&o, t256.buf, t256.len, &bix, b1.buf,
-				       b1.len, &against));
+				       b1.len, &against, &mix));
 	fuzz_check(against.len == conv.len &&
 		   !memcmp(against.buf, conv.buf, conv.len));
+	/* and the target's index made on the way is the parsed one */
+	fuzz_check(mix.nr == tix.nr &&
+		   !memcmp(mix.at, tix.at, (tix.nr + 1) * sizeof(*tix.at)));
+	fuzz_check(!bix.sorted || mix.sorted == tix.sorted);
+	fuzz_check(mix.has_gitlink >= tix.has_gitlink);
 	xlate_tree_ix_release(&bix);
 	xlate_tree_ix_release(&tix);
+	xlate_tree_ix_release(&mix);
 	buf_release(&dm);
 	buf_release(&conv);
 	buf_release(&against);

@@ -110,7 +110,7 @@ static int check_pair(const struct buf *r256, const struct buf *r1,
 	CHECK_INT(plain.len, t1->len);
 	CHECK_MEM(plain.buf, t1->buf, t1->len);
 	CHECK(!xlate_tree_against(&o, t256->buf, t256->len, &ix, r1->buf,
-				  r1->len, &against));
+				  r1->len, &against, NULL));
 	CHECK_INT(against.len, t1->len);
 	CHECK_MEM(against.buf, t1->buf, t1->len);
 	CHECK(!xlate_tree_delta(r1, t1, &d1));
@@ -163,7 +163,7 @@ TEST(walk_finds_what_is_shared)
 				XLATE_UNKNOWN_FAIL, NULL };
 	struct buf a256 = BUF_INIT, a1 = BUF_INIT, b256 = BUF_INIT, b1 = BUF_INIT;
 	struct buf out = BUF_INIT;
-	struct xlate_tree_ix ix;
+	struct xlate_tree_ix ix, tix, parsed;
 	struct steps st = { 0, 0, 0 };
 	int sorted = 0, calls = 0;
 
@@ -172,8 +172,20 @@ TEST(walk_finds_what_is_shared)
 	xlate_tree_ix_init(&ix);
 	CHECK(!xlate_tree_ix_build(&ix, &hash_sha256, a256.buf, a256.len));
 	CHECK(ix.sorted);
-	CHECK(!xlate_tree_merge(&ix, b256.buf, b256.len, count, &st, &sorted));
+	xlate_tree_ix_init(&tix);
+	xlate_tree_ix_init(&parsed);
+	CHECK(!xlate_tree_merge(&ix, b256.buf, b256.len, count, &st, &sorted,
+				&tix));
 	CHECK(sorted);
+	/* the tree's own index, made on the way, is the one parsing makes */
+	CHECK(!xlate_tree_ix_build(&parsed, &hash_sha256, b256.buf, b256.len));
+	CHECK_INT(tix.nr, parsed.nr);
+	CHECK_MEM(tix.at, parsed.at, (parsed.nr + 1) * sizeof(*parsed.at));
+	CHECK_INT(tix.sorted, 1);
+	CHECK_INT(tix.has_gitlink, 0);
+	CHECK_INT(tix.len, b256.len);
+	xlate_tree_ix_release(&tix);
+	xlate_tree_ix_release(&parsed);
 	CHECK_INT(st.entries, 3000 - 1 + 1 + 1);
 	/* own: "d", "g3", a file added back, and the 31 changed twice over */
 	CHECK(st.own <= 2 + 1 + 2 * 31);
@@ -181,7 +193,7 @@ TEST(walk_finds_what_is_shared)
 	/* and only the tree's own entries are looked up */
 	o.map_data = &calls;
 	CHECK(!xlate_tree_against(&o, b256.buf, b256.len, &ix, a1.buf, a1.len,
-				  &out));
+				  &out, NULL));
 	CHECK_INT(calls, st.own);
 	CHECK_INT(out.len, b1.len);
 	CHECK_MEM(out.buf, b1.buf, b1.len);
@@ -256,19 +268,19 @@ TEST(bad_target)
 	CHECK(!xlate_tree_ix_build(&ix, &hash_sha256, a256.buf, a256.len));
 	/* the reference's first bytes, then a truncated entry */
 	memcpy(bad, a256.buf, 80);
-	CHECK_INT(xlate_tree_against(&o, bad, 80, &ix, a1.buf, a1.len, &out),
-		  XL_ECORRUPT);
+	CHECK_INT(xlate_tree_against(&o, bad, 80, &ix, a1.buf, a1.len, &out,
+				     NULL), XL_ECORRUPT);
 	CHECK_INT(out.len, 0);
 	/* a mode that is not octal, past a shared stretch */
 	memcpy(bad, a256.buf, ix.at[1]);
 	memcpy(bad + ix.at[1], "9 x", 4);
 	memset(bad + ix.at[1] + 4, 1, 32);
 	CHECK_INT(xlate_tree_against(&o, bad, ix.at[1] + 36, &ix, a1.buf,
-				     a1.len, &out), XL_ECORRUPT);
+				     a1.len, &out, NULL), XL_ECORRUPT);
 	CHECK_INT(out.len, 0);
 	/* a reference whose SHA-1 form does not match it */
 	CHECK_INT(xlate_tree_against(&o, a256.buf, a256.len, &ix, a1.buf,
-				     a1.len - 1, &out), XL_EINVALID);
+				     a1.len - 1, &out, NULL), XL_EINVALID);
 	xlate_tree_ix_release(&ix);
 	buf_release(&a256);
 	buf_release(&a1);
