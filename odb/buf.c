@@ -15,6 +15,7 @@ void buf_init(struct buf *b)
 	b->buf = buf_empty_;
 	b->len = 0;
 	b->alloc = 0;
+	b->failed = 0;
 }
 
 void buf_release(struct buf *b)
@@ -39,8 +40,10 @@ int buf_grow(struct buf *b, size_t extra)
 	size_t need, alloc;
 	char *p;
 
-	if (size_add(b->len, extra, &need) || size_add(need, 1, &need))
+	if (size_add(b->len, extra, &need) || size_add(need, 1, &need)) {
+		b->failed = 1;
 		return XL_ETOOBIG;
+	}
 	if (need <= b->alloc)
 		return 0;
 	alloc = b->alloc < 64 ? 64 : b->alloc;
@@ -52,8 +55,10 @@ int buf_grow(struct buf *b, size_t extra)
 		alloc = alloc / 2 * 3;
 	}
 	p = realloc(b->alloc ? b->buf : NULL, alloc);
-	if (!p)
+	if (!p) {
+		b->failed = 1;
 		return err_set(XL_ENOMEM, "out of memory (%zu bytes)", alloc);
+	}
 	if (!b->alloc)
 		p[0] = '\0';
 	b->buf = p;

@@ -87,10 +87,16 @@ struct buf {
 	char *buf;
 	size_t len;
 	size_t alloc;		/* 0 while buf points at the shared empty string */
+	/*
+	 * Set when growing failed since the last buf_reset(): code that
+	 * appends many pieces and checks once at the end (a conversion)
+	 * must not hand on bytes with a piece missing.
+	 */
+	int failed;
 };
 
 extern char buf_empty_[];
-#define BUF_INIT { buf_empty_, 0, 0 }
+#define BUF_INIT { buf_empty_, 0, 0, 0 }
 
 void buf_init(struct buf *b);
 void buf_release(struct buf *b);	/* free, and leave b empty and usable */
@@ -116,6 +122,7 @@ static inline void buf_reset(struct buf *b)
 	if (b->alloc)
 		b->buf[0] = '\0';
 	b->len = 0;
+	b->failed = 0;
 }
 
 /*

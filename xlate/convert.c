@@ -204,6 +204,8 @@ int xlate_tree_against(const struct xlate_opts *o, const char *t, size_t tlen,
 	if (buf_grow(out, tlen))
 		return err_set(XL_ENOMEM, "out of memory");
 	ret = xlate_tree_merge(ref, t, tlen, against_step, &a, NULL, t_ix);
+	if (!ret && out->failed)
+		ret = err_set(XL_ENOMEM, "out of memory converting an object");
 	if (ret)
 		buf_reset(out);
 	return ret;
@@ -321,6 +323,8 @@ static void add_header_signature(struct buf *out, const char *sig,
 		p += l;
 	}
 	buf_add(out, tail.buf, tail.len);
+	if (tail.failed)
+		out->failed = 1;	/* a piece is missing: say so */
 	buf_release(&tail);
 }
 
@@ -355,6 +359,8 @@ static int convert_tag(const struct xlate_opts *o, const char *buf,
 		add_header_signature(out, body + sig_at, body_len - sig_at,
 				     o->from);
 	buf_add(out, other.buf, other.len);
+	if (payload.failed || other.failed)
+		out->failed = 1;
 	buf_release(&payload);
 	buf_release(&other);
 	return 0;
@@ -412,7 +418,10 @@ static int convert_mergetag(const struct xlate_opts *o, const char **pp,
 		buf_add(&tag, p + 1, (size_t)(eol - p));
 		p = eol + 1;
 	}
-	ret = convert_tag(o, tag.buf, tag.len, &conv);
+	ret = tag.failed ? err_set(XL_ENOMEM, "out of memory") :
+	      convert_tag(o, tag.buf, tag.len, &conv);
+	if (!ret && conv.failed)
+		ret = err_set(XL_ENOMEM, "out of memory");
 	buf_release(&tag);
 	if (ret) {
 		buf_release(&conv);
@@ -507,6 +516,13 @@ int xlate_object(const struct xlate_opts *o, enum obj_type type,
 		return err_set(XL_EINVALID, "cannot convert an object of type %d",
 			       type);
 	}
+	/*
+	 * The converters append piece by piece and check once, here: bytes
+	 * with a piece missing would get a wrong name, which is worse than
+	 * none.
+	 */
+	if (!ret && out->failed)
+		ret = err_set(XL_ENOMEM, "out of memory converting an object");
 	if (ret)
 		buf_reset(out);
 	return ret;

@@ -694,7 +694,7 @@ static int entry_copy(const struct pack1_ctx *c, struct forms *fs,
 	uint64_t size = hdr_size(e);
 
 	if (e->data) {
-		struct buf kept = { (char *)e->data, e->data_len, 0 };
+		struct buf kept = { (char *)e->data, e->data_len, 0, 0 };
 
 		if (e->data_len != size)
 			return err_set(XL_ECORRUPT, "pack entry at %llu: %zu bytes "

@@ -10,6 +10,7 @@
 #include "../../odb/odb_i.h"
 #include "../../xlate/xlate.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -395,7 +396,26 @@ TEST(blob_unchanged)
 	buf_release(&out);
 }
 
+/*
+ * The converters append piece by piece and check once (xlate_object()):
+ * a failed append must be remembered past later ones that succeed.
+ */
+TEST(a_failed_append_is_remembered)
+{
+	struct buf b = BUF_INIT;
+
+	CHECK(!buf_addstr(&b, "abc"));
+	CHECK(buf_grow(&b, SIZE_MAX) != 0);	/* len + SIZE_MAX overflows */
+	CHECK(b.failed);
+	CHECK(!buf_addstr(&b, "def"));
+	CHECK(b.failed);
+	buf_reset(&b);
+	CHECK(!b.failed);
+	buf_release(&b);
+}
+
 const struct test tests[] = {
+	T(a_failed_append_is_remembered),
 	T(tree_modes_names_order_kept),
 	T(tree_empty_and_builtin_names),
 	T(tree_bad_entries),
