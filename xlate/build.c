@@ -123,6 +123,26 @@
 #define BIG_BUILD 65536
 #define BIG_BUILD_BASES ((size_t)64 << 20)
 
+/*
+ * glibc gives each thread that allocates its own heap (arena), up to
+ * eight per core, and a heap keeps what its thread freed for that
+ * thread.  The walkers read trees into buffers that another walker
+ * often frees, and with an arena each the build held 35-40 MiB more at
+ * a million objects (peak RssAnon 478-486 MiB against 442-446, the same
+ * time: paired runs on 2 cores).  So a big build shares half as many
+ * arenas as it has threads, at least two; they are the process's from
+ * then on (set before the build starts its threads; arenas made before
+ * stay).  Only measured on 2 cores, where that is 2.
+ */
+static void limit_arenas(int threads)
+{
+#ifdef M_ARENA_MAX
+	mallopt(M_ARENA_MAX, threads / 2 > 2 ? threads / 2 : 2);
+#else
+	(void)threads;
+#endif
+}
+
 struct pack_mark {
 	char checksum[OID_HEXSZ_MAX + 1];
 	uint32_t objects;
@@ -3349,6 +3369,8 @@ int xlate_build(struct repo *repo, struct cache *cache,
 	b.big = b.nr >= BIG_BUILD;
 	if (b.big && bases > BIG_BUILD_BASES)
 		odb_set_delta_cache_limit(b.odb, BIG_BUILD_BASES);
+	if (b.big)
+		limit_arenas(build_threads(&b));
 	t1 = seconds();
 	stats->secs_gather = t1 - t;
 	if ((ret = classify(&b)))
