@@ -252,7 +252,7 @@ int pack_read_header(struct pack *pack, uint64_t offset,
  * Bases recently rebuilt, keyed by (pack, offset), under a byte budget
  * with least-recently-used eviction.  Entries are reference-counted, so
  * a reader keeps its base while another thread evicts it.  All state is
- * behind the cache's own mutex.
+ * behind the locks of the cache's shards.
  */
 struct delta_cache_entry;
 

@@ -416,7 +416,11 @@ struct spill_out {
  *
  * At most FORMS_MAX trees and FORMS_BYTES of forms, oldest out first,
  * shared by the walkers under its own lock; a form is copied out, never
- * lent.
+ * lent.  The lock guards the slots and chains, not the copies: a walker
+ * pins the slot it copies into or out of, and the oldest form leaves
+ * only when nobody has it pinned (else the form coming in is not kept).
+ * With the copies under the lock, two walkers spent a third of their
+ * futex waits on it.
  */
 #define FORMS_MAX 16384			/* a power of two */
 #define FORMS_BYTES ((size_t)32 << 20)
@@ -433,6 +437,9 @@ struct form_slot {
 					   starts (nr + 1 of them) */
 	size_t nr;			/* its index (struct xlate_tree_ix) */
 	uint8_t sorted, has_gitlink;
+	atomic_uchar ready;		/* its bytes are in the arena */
+	atomic_uint pins;		/* walkers copying them in or out: taken
+					   under fc->lock, let go without it */
 	uint32_t next;			/* 1 + the next slot of its bucket */
 	uint32_t next_by_anc[FORMS_ANC];	/* the same, in by_anc[] */
 };
@@ -859,12 +866,18 @@ static struct form_slot *forms_find_by_anc(struct formcache *fc, int d,
 	return NULL;
 }
 
-/* Let the oldest form go (under fc->lock). */
-static void forms_evict(struct formcache *fc)
+/*
+ * Let the oldest form go (under fc->lock); 0 if a walker has it pinned.
+ * The acquire pairs with the release of the last unpin: what that
+ * walker copied is done before the bytes are written over.
+ */
+static int forms_evict(struct formcache *fc)
 {
 	struct form_slot *f = &fc->slot[fc->first];
 	uint32_t *link = &fc->bucket[forms_hash(f->offset)];
 
+	if (atomic_load_explicit(&f->pins, memory_order_acquire))
+		return 0;
 	while (*link != fc->first + 1)
 		link = &fc->slot[*link - 1].next;
 	*link = f->next;
@@ -878,6 +891,7 @@ static void forms_evict(struct formcache *fc)
 	}
 	fc->first = (fc->first + 1) & (FORMS_MAX - 1);
 	fc->nr--;
+	return 1;
 }
 
 /* The oldest form lies in [from, from + len) of the arena (under fc->lock). */
@@ -906,32 +920,34 @@ static void forms_put(struct formcache *fc, const void *pack, uint64_t offset,
 	pthread_mutex_lock(&fc->lock);
 	if (forms_find(fc, pack, offset))
 		goto out;
-	if (fc->nr == FORMS_MAX)
-		forms_evict(fc);
+	if (fc->nr == FORMS_MAX && !forms_evict(fc))
+		goto out;
 	/*
 	 * The forms held lie from the oldest's place to the head, perhaps
 	 * round the end of the arena: make room at the head (or, if the
 	 * form does not fit before the end, at the start) by letting the
-	 * oldest go until none lies there.
+	 * oldest go until none lies there.  One that is pinned stops it:
+	 * this form is not kept.
 	 */
 	if (fc->head + len > fc->cap) {
 		while (oldest_in(fc, fc->head, fc->cap))
-			forms_evict(fc);
+			if (!forms_evict(fc))
+				goto out;
 		fc->head = 0;
 	}
 	while (oldest_in(fc, fc->head, len))
-		forms_evict(fc);
+		if (!forms_evict(fc))
+			goto out;
 	k = (fc->first + fc->nr) & (FORMS_MAX - 1);
 	f = &fc->slot[k];
-	memcpy(fc->arena + fc->head, form1->buf, form1->len);
-	memcpy(fc->arena + fc->head + form1->len, form256->buf, form256->len);
-	memcpy(fc->arena + fc->head + form1->len + form256->len, ix->at, ix_len);
 	f->at = fc->head;
 	f->len = len;
 	f->len1 = form1->len;
 	f->nr = ix->nr;
 	f->sorted = (uint8_t)ix->sorted;
 	f->has_gitlink = (uint8_t)ix->has_gitlink;
+	atomic_store_explicit(&f->ready, 0, memory_order_relaxed);
+	atomic_store_explicit(&f->pins, 1, memory_order_relaxed);
 	f->pack = pack;
 	f->offset = offset;
 	f->next = fc->bucket[forms_hash(offset)];
@@ -945,6 +961,19 @@ static void forms_put(struct formcache *fc, const void *pack, uint64_t offset,
 	}
 	fc->head += len;
 	fc->nr++;
+	pthread_mutex_unlock(&fc->lock);
+
+	/* pinned, and not ready for readers: copy without the lock */
+	{
+		char *at = fc->arena + f->at;
+
+		memcpy(at, form1->buf, form1->len);
+		memcpy(at + form1->len, form256->buf, form256->len);
+		memcpy(at + form1->len + form256->len, ix->at, ix_len);
+	}
+	atomic_store_explicit(&f->ready, 1, memory_order_release);
+	atomic_fetch_sub_explicit(&f->pins, 1, memory_order_release);
+	return;
 out:
 	pthread_mutex_unlock(&fc->lock);
 }
@@ -978,24 +1007,31 @@ static int forms_get_ref(struct formcache *fc, const void *pack,
 		else if (!(f = forms_find_by_anc(fc, d, pack, offset)) &&
 			 anc[d] != ODB_NO_PLACE)
 			f = forms_find_by_anc(fc, d, pack, anc[d]);
+		/* still being copied in: as good as absent */
+		if (f && !atomic_load_explicit(&f->ready, memory_order_acquire))
+			f = NULL, *is_base = 0;
 	}
+	if (f)
+		atomic_fetch_add_explicit(&f->pins, 1, memory_order_relaxed);
+	pthread_mutex_unlock(&fc->lock);
 	if (f) {
+		const char *at = fc->arena + f->at;
 		size_t ix_len = (f->nr + 1) * sizeof(*ix->at);
 		size_t len256 = f->len - f->len1 - ix_len;
 
-		ret = buf_add(out1, fc->arena + f->at, f->len1) ?:
-		      buf_add(out256, fc->arena + f->at + f->len1, len256) ?:
+		ret = buf_add(out1, at, f->len1) ?:
+		      buf_add(out256, at + f->len1, len256) ?:
 		      ARRAY_GROW(ix->at, f->nr, ix->alloc, 256);
 		if (!ret) {
-			memcpy(ix->at, fc->arena + f->at + f->len1 + len256, ix_len);
+			memcpy(ix->at, at + f->len1 + len256, ix_len);
 			ix->buf = out256->buf;
 			ix->len = out256->len;
 			ix->nr = f->nr;
 			ix->sorted = f->sorted;
 			ix->has_gitlink = f->has_gitlink;
 		}
+		atomic_fetch_sub_explicit(&f->pins, 1, memory_order_release);
 	}
-	pthread_mutex_unlock(&fc->lock);
 	if (ret == XL_ENOMEM)
 		err_clear();
 	return ret ? XL_ENOTFOUND : 0;

@@ -508,6 +508,131 @@ TEST(delta_cache_empty)
 	delta_cache_free(c);
 }
 
+/* A kilobyte whose bytes say which offset it was made for. */
+static char *kib_for(uint64_t off)
+{
+	char *p = malloc(1024);
+
+	if (!p)
+		abort();
+	memset(p, (int)(off % 251), 1024);
+	return p;
+}
+
+static int kib_is_for(const unsigned char *p, size_t len, uint64_t off)
+{
+	if (len != 1024)
+		return 0;
+	for (size_t i = 0; i < len; i++)
+		if (p[i] != off % 251)
+			return 0;
+	return 1;
+}
+
+/*
+ * The cache is split into shards with a lock each, and the budget is
+ * the whole cache's: however the keys fall, it never holds more, and
+ * once full it stays about full (a shard evicts its own oldest), with
+ * the newest entry in it.
+ */
+TEST(delta_cache_budget_is_the_whole_cache_s)
+{
+	struct delta_cache *c = delta_cache_new(64 * 1024);
+	struct pack pack = { 0 };
+	struct delta_cache_entry *e;
+	size_t held, len;
+
+	CHECK(c);
+	for (uint64_t off = 0; off < 2000 * 7; off += 7) {
+		e = delta_cache_put(c, &pack, off, OBJ_BLOB, kib_for(off), 1024);
+		CHECK(e);
+		delta_cache_unref(c, e);
+		held = 0;
+		if (off % 700)
+			continue;
+		for (uint64_t o = 0; o <= off; o += 7)
+			if ((e = delta_cache_get(c, &pack, o))) {
+				const unsigned char *p = delta_cache_data(e, &len, NULL);
+
+				CHECK(kib_is_for(p, len, o));
+				delta_cache_unref(c, e);
+				held++;
+			}
+		CHECK(held <= 64);
+		CHECK(off < 64 * 7 || held >= 56);
+		e = delta_cache_get(c, &pack, off);
+		CHECK(e);
+		delta_cache_unref(c, e);
+	}
+	delta_cache_set_budget(c, 8 * 1024);
+	held = 0;
+	for (uint64_t o = 0; o < 2000 * 7; o += 7)
+		if ((e = delta_cache_get(c, &pack, o))) {
+			delta_cache_unref(c, e);
+			held++;
+		}
+	CHECK(held <= 8);
+	delta_cache_free(c);
+}
+
+struct hammer {
+	struct delta_cache *c;
+	struct pack *pack;
+	unsigned seed;
+	int bad;
+};
+
+/* Gets and puts on a few hundred keys, as readers of one pack do. */
+static void *hammer_main(void *arg)
+{
+	struct hammer *h = arg;
+
+	for (int i = 0; i < 20000; i++) {
+		uint64_t off;
+		struct delta_cache_entry *e;
+		const unsigned char *p;
+		size_t len;
+
+		h->seed = h->seed * 1103515245u + 12345u;
+		off = (h->seed >> 8) % 512;
+		if (!(e = delta_cache_get(h->c, h->pack, off)))
+			e = delta_cache_put(h->c, h->pack, off, OBJ_TREE,
+					    kib_for(off), 1024);
+		if (!e) {
+			h->bad++;
+			continue;
+		}
+		p = delta_cache_data(e, &len, NULL);
+		if (!kib_is_for(p, len, off))
+			h->bad++;
+		delta_cache_unref(h->c, e);
+	}
+	return NULL;
+}
+
+/*
+ * Four threads at once, with evictions all the time: every entry read
+ * holds the bytes put for its key (and ASan and TSan watch the counts).
+ */
+TEST(delta_cache_threads)
+{
+	struct delta_cache *c = delta_cache_new(100 * 1024);
+	struct pack pack = { 0 };
+	struct hammer h[4];
+	pthread_t tid[4];
+
+	CHECK(c);
+	for (int t = 0; t < 4; t++) {
+		h[t] = (struct hammer){ c, &pack, (unsigned)t * 7919u + 1, 0 };
+		CHECK(!pthread_create(&tid[t], NULL, hammer_main, &h[t]));
+	}
+	for (int t = 0; t < 4; t++) {
+		pthread_join(tid[t], NULL);
+		CHECK_INT(h[t].bad, 0);
+	}
+	delta_cache_free(c);
+}
+
 const struct test tests[] = {
 	T(base_types),
 	T(size_varint_every_length),
@@ -524,5 +649,7 @@ const struct test tests[] = {
 	T(offset_out_of_range),
 	T(header_runs_past_data_end),
 	T(delta_cache_empty),
+	T(delta_cache_budget_is_the_whole_cache_s),
+	T(delta_cache_threads),
 	{ NULL, NULL },
 };
