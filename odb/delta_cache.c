@@ -14,10 +14,11 @@
  * delta chain asks the cache (a miss, usually), so with one mutex the
  * walkers of a build spent more time waiting for it than reading: on 2
  * cores the walk of 131k objects took as long on two threads as on one.
- * The byte count is shared (atomic); a shard that takes an entry evicts
- * its own least recently used until the whole cache is under budget, so
- * the cache never holds more than the budget, and since keys spread
- * evenly, each shard holds about its share.  Entries are
+ * The byte count is shared (atomic), and the budget is the whole cache's:
+ * a shard that takes an entry evicts until the whole cache is under it,
+ * its own least recently used while it holds more than its share (a
+ * sixteenth), else another shard's that does (dc_shrink()), so that
+ * shares follow the load and one big base can still be cached.  Entries are
  * reference-counted: a reader holding an entry keeps its bytes alive
  * after eviction has unlinked it, so no data is copied out under a lock
  * and no lock is held while a delta is applied.
@@ -62,6 +63,7 @@ struct dc_slot {
 struct dc_shard {
 	pthread_mutex_t lock;
 	size_t nr;			/* linked entries */
+	size_t used;			/* their bytes */
 	size_t nr_slots;		/* power of two, >= 2 * nr */
 	struct dc_slot *slots;
 	struct delta_cache_entry *head, *tail;
@@ -185,6 +187,7 @@ static void dc_unlink(struct delta_cache *dc, struct dc_shard *c,
 		c->tail = e->prev;
 	e->linked = 0;
 	atomic_fetch_sub(&dc->used, e->len);
+	c->used -= e->len;
 	c->nr--;
 }
 
@@ -202,13 +205,58 @@ static void dc_evict(struct delta_cache *dc, struct dc_shard *c,
 }
 
 /*
- * Evict from the shard's cold end until the whole cache is under budget,
- * or the shard is empty; caller holds the shard's lock.
+ * Evict the least recently used entry of another shard that holds more
+ * than `over` bytes; 0 if none could be (busy shards are passed by: we
+ * hold our own lock, and waiting for another could deadlock).
  */
-static void dc_shrink(struct delta_cache *dc, struct dc_shard *c)
+static int dc_steal(struct delta_cache *dc, struct dc_shard *self, size_t over)
 {
-	while (c->tail && atomic_load(&dc->used) > atomic_load(&dc->budget))
-		dc_evict(dc, c, c->tail);
+	size_t k0 = (size_t)(self - dc->shard);
+
+	for (size_t k = 1; k < DC_SHARDS; k++) {
+		struct dc_shard *y = &dc->shard[(k0 + k) & (DC_SHARDS - 1)];
+		int took = 0;
+
+		if (pthread_mutex_trylock(&y->lock))
+			continue;
+		if (y->tail && y->used > over) {
+			dc_evict(dc, y, y->tail);
+			took = 1;
+		}
+		pthread_mutex_unlock(&y->lock);
+		if (took)
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * Evict until the whole cache is under budget (caller holds c's lock):
+ * c's oldest while c holds more than its share, else another shard's
+ * that does, else c's, else any other's; `keep` (the entry just put)
+ * last of all, when nothing else could go.
+ */
+static void dc_shrink(struct delta_cache *dc, struct dc_shard *c,
+		      struct delta_cache_entry *keep)
+{
+	size_t budget;
+
+	while (atomic_load(&dc->used) > (budget = atomic_load(&dc->budget))) {
+		int own = c->tail && c->tail != keep;
+
+		if (own && c->used > budget / DC_SHARDS)
+			dc_evict(dc, c, c->tail);
+		else if (dc_steal(dc, c, budget / DC_SHARDS))
+			continue;
+		else if (own)
+			dc_evict(dc, c, c->tail);
+		else if (dc_steal(dc, c, 0))
+			continue;
+		else if (c->tail)	/* keep, alone here */
+			dc_evict(dc, c, c->tail);
+		else
+			break;
+	}
 }
 
 void delta_cache_free(struct delta_cache *c)
@@ -235,7 +283,7 @@ void delta_cache_set_budget(struct delta_cache *c, size_t budget)
 	atomic_store(&c->budget, budget);
 	for (int k = 0; k < DC_SHARDS; k++) {
 		pthread_mutex_lock(&c->shard[k].lock);
-		dc_shrink(c, &c->shard[k]);
+		dc_shrink(c, &c->shard[k], NULL);
 		pthread_mutex_unlock(&c->shard[k].lock);
 	}
 }
@@ -333,8 +381,9 @@ struct delta_cache_entry *delta_cache_put(struct delta_cache *dc,
 		c->tail = e;
 	e->linked = 1;
 	atomic_fetch_add(&dc->used, len);
+	c->used += len;
 	c->nr++;
-	dc_shrink(dc, c);
+	dc_shrink(dc, c, e);
 	dc_maybe_grow(c);
 out:
 	pthread_mutex_unlock(&c->lock);

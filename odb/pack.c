@@ -433,13 +433,62 @@ fail:
 
 /* ---- entries in pack order (for writers of other packs) ---------------- */
 
-static int cmp_entry_offset(const void *a, const void *b)
-{
-	const struct odb_pack_entry *x = a, *y = b;
+struct off_pos {
+	uint64_t offset;
+	uint32_t pos;
+};
 
-	if (x->offset != y->offset)
-		return x->offset < y->offset ? -1 : 1;
-	return x->pos < y->pos ? -1 : x->pos > y->pos;
+/*
+ * The pack's (offset, pos) pairs in offset order, ties (a corrupt idx)
+ * in pos order: a radix sort, a byte of the offset at a time from the
+ * lowest, over the bytes the offsets use (three for a pack under 16
+ * MiB).  Stable, and the pairs come in pos order.  It replaced a qsort()
+ * of the entries, two thirds of this function's time.  0 and *out
+ * (malloc'd), or an error.
+ */
+static int sorted_offsets(const struct pack *pack, uint32_t nr,
+			  struct off_pos **out)
+{
+	struct off_pos *v = malloc((nr ? nr : 1) * sizeof(*v));
+	struct off_pos *tmp = malloc((nr ? nr : 1) * sizeof(*tmp));
+	struct off_pos *src = v, *dst = tmp, *t;
+	uint64_t all = 0;
+	int ret;
+
+	if (!v || !tmp) {
+		free(v);
+		free(tmp);
+		return err_set(XL_ENOMEM, "out of memory");
+	}
+	for (uint32_t i = 0; i < nr; i++) {
+		if ((ret = idx_offset(&pack->idx, i, &v[i].offset))) {
+			free(v);
+			free(tmp);
+			return ret;
+		}
+		v[i].pos = i;
+		all |= v[i].offset;
+	}
+	for (unsigned shift = 0; shift < 64 && all >> shift; shift += 8) {
+		uint32_t count[256] = { 0 }, at = 0;
+
+		for (uint32_t i = 0; i < nr; i++)
+			count[src[i].offset >> shift & 255]++;
+		for (unsigned d = 0; d < 256; d++) {
+			uint32_t c = count[d];
+
+			count[d] = at;
+			at += c;
+		}
+		for (uint32_t i = 0; i < nr; i++)
+			dst[count[src[i].offset >> shift & 255]++] = src[i];
+		t = src;
+		src = dst;
+		dst = t;
+	}
+	free(dst);
+	*out = src;
+	return 0;
 }
 
 /* The index of the entry at `offset` in the sorted array, or ODB_NO_BASE. */
@@ -466,20 +515,23 @@ int odb_pack_entries(const struct odb_pack_info *info,
 	const struct pack *pack = info->pack;
 	uint32_t nr = pack->idx.nr, *by_pos = NULL;
 	struct odb_pack_entry *e;
+	struct off_pos *sorted = NULL;
 	int ret = 0;
 
 	*out = NULL;
+	if ((ret = sorted_offsets(pack, nr, &sorted)))
+		return ret;
 	if (!(e = calloc(nr ? nr : 1, sizeof(*e))) ||
 	    !(by_pos = malloc((nr ? nr : 1) * sizeof(*by_pos)))) {
 		free(e);
+		free(sorted);
 		return err_set(XL_ENOMEM, "out of memory");
 	}
 	for (uint32_t i = 0; i < nr; i++) {
-		e[i].pos = i;
-		if ((ret = idx_offset(&pack->idx, i, &e[i].offset)))
-			goto fail;
+		e[i].offset = sorted[i].offset;
+		e[i].pos = sorted[i].pos;
 	}
-	qsort(e, nr, sizeof(*e), cmp_entry_offset);
+	free(sorted);
 	for (uint32_t i = 0; i < nr; i++) {
 		struct pack_entry pe;
 
@@ -516,8 +568,4 @@ int odb_pack_entries(const struct odb_pack_info *info,
 	free(by_pos);
 	*out = e;
 	return 0;
-fail:
-	free(by_pos);
-	free(e);
-	return ret;
 }

@@ -3397,8 +3397,13 @@ int xlate_build(struct repo *repo, struct cache *cache,
 	if (due && (ret = cache_for_each(cache, CACHE_EACH_RETRY, note_retry, &b)))
 		goto out;
 	stats->retried = due || b.cache_empty;
-	if (b.nr)
-		qsort_r(b.todo, b.nr, sizeof(*b.todo), cmp_todo, b.map.entries);
+	/* one pack's objects come in name order already: no sort then */
+	for (size_t i = 1; i < b.nr; i++)
+		if (cmp_todo(&b.todo[i - 1], &b.todo[i], b.map.entries) > 0) {
+			qsort_r(b.todo, b.nr, sizeof(*b.todo), cmp_todo,
+				b.map.entries);
+			break;
+		}
 	if ((ret = claims_init(&b.claims, b.nr)))
 		goto out;
 	b.total = b.nr;

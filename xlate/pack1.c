@@ -733,6 +733,75 @@ static int cmp_idx_rec(const void *a, const void *b)
 }
 
 /*
+ * Put r[0..nr) in order of the name's byte `at` (the bytes before it
+ * equal), in place (an American flag sort); bound[d] to bound[d + 1] is
+ * then the run of byte d.
+ */
+static void flag_sort(struct idx_rec *r, uint32_t nr, unsigned at,
+		      uint32_t bound[257])
+{
+	uint32_t next[256];
+
+	memset(bound, 0, 257 * sizeof(*bound));
+	for (uint32_t i = 0; i < nr; i++)
+		bound[r[i].sha1[at] + 1]++;
+	for (unsigned d = 0; d < 256; d++) {
+		bound[d + 1] += bound[d];
+		next[d] = bound[d];
+	}
+	for (unsigned d = 0; d < 256; d++) {
+		while (next[d] < bound[d + 1]) {
+			struct idx_rec x = r[next[d]], t;
+			unsigned b = x.sha1[at];
+
+			/* carry x round its cycle until one belongs here */
+			while (b != d) {
+				t = r[next[b]];
+				r[next[b]++] = x;
+				x = t;
+				b = x.sha1[at];
+			}
+			r[next[d]++] = x;
+		}
+	}
+}
+
+/*
+ * Sort by name: by the first byte, then the second, in place, then each
+ * run of names that share both by insertion (qsort() for a long run:
+ * names are hashes, but anyone can make many that share two bytes).  A
+ * qsort() of the whole was two thirds of building the idx.
+ */
+static void sort_by_name(struct idx_rec *r, uint32_t nr)
+{
+	uint32_t b0[257], b1[257];
+
+	flag_sort(r, nr, 0, b0);
+	for (unsigned d0 = 0; d0 < 256; d0++) {
+		struct idx_rec *s = r + b0[d0];
+
+		flag_sort(s, b0[d0 + 1] - b0[d0], 1, b1);
+		for (unsigned d1 = 0; d1 < 256; d1++) {
+			struct idx_rec *u = s + b1[d1];
+			uint32_t n = b1[d1 + 1] - b1[d1];
+
+			if (n > 32) {
+				qsort(u, n, sizeof(*u), cmp_idx_rec);
+				continue;
+			}
+			for (uint32_t i = 1; i < n; i++) {
+				struct idx_rec x = u[i];
+				uint32_t j = i;
+
+				for (; j && memcmp(u[j - 1].sha1, x.sha1, 20) > 0; j--)
+					u[j] = u[j - 1];
+				u[j] = x;
+			}
+		}
+	}
+}
+
+/*
  * The .idx of the pack, whole, into out: header, fan-out, names, CRC32s,
  * 32-bit offsets, 64-bit ones, the pack's trailer, and its own SHA-1.
  * `recs` is sorted by name here.
@@ -744,7 +813,7 @@ static int build_idx(struct idx_rec *recs, uint32_t nr,
 	uint32_t fan[256] = { 0 }, large = 0;
 	int ret = 0;
 
-	qsort(recs, nr, sizeof(*recs), cmp_idx_rec);
+	sort_by_name(recs, nr);
 	for (uint32_t i = 0; i < nr; i++)
 		fan[recs[i].sha1[0]]++;
 	for (unsigned i = 1; i < 256; i++)
