@@ -651,6 +651,34 @@ void cache_rollback(struct cache *cache)
 	unlock(cache);
 }
 
+/* Run `sql` (constant) inside the open batch. */
+static int bulk_exec(struct cache *cache, const char *sql, const char *what)
+{
+	int ret, rc;
+
+	if ((ret = lock(cache)))
+		return ret;
+	if (!cache->in_batch)
+		ret = err_set(XL_EINVALID, "cache %s: %s outside a batch",
+			      cache->path, what);
+	else if ((rc = sqlite3_exec(cache->db, sql, NULL, NULL, NULL)) != SQLITE_OK)
+		ret = cache_db_err(cache, rc, what);
+	unlock(cache);
+	return ret;
+}
+
+int cache_bulk_begin(struct cache *cache)
+{
+	return bulk_exec(cache, "DROP INDEX objects_sha1",
+			 "setting the SHA-1 index aside");
+}
+
+int cache_bulk_end(struct cache *cache)
+{
+	return bulk_exec(cache, CACHE_OBJECTS_SHA1_INDEX,
+			 "making the SHA-1 index");
+}
+
 static int put_row(struct cache *cache, sqlite3_stmt *st,
 		   const struct cache_object *obj, int translatable);
 static int replace_row(struct cache *cache, const struct cache_object *obj,

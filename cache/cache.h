@@ -194,6 +194,19 @@ int cache_commit(struct cache *cache);
 void cache_rollback(struct cache *cache);
 
 /*
+ * Many new names at once, inside a batch: cache_bulk_begin() sets the
+ * index by SHA-1 name aside, and cache_bulk_end() makes it again from
+ * the rows, by a sort.  Between the two, put rows in name order: the
+ * table then takes them at its end, where at random each insert into
+ * the two B-trees costs a descent and, once they outgrow the page
+ * cache, disk reads (xlate/build.c, "a first build").  Lookups by SHA-1
+ * name in between scan the table.  A batch rolled back meanwhile has
+ * the index back.  0, XL_EIO, or XL_EINVALID outside a batch.
+ */
+int cache_bulk_begin(struct cache *cache);
+int cache_bulk_end(struct cache *cache);
+
+/*
  * Packs whose every object is in the cache, by the pack's checksum hex
  * (the name in pack-<hex>.pack).  cache_pack_done() is written inside a
  * batch.  cache_pack_known() returns 1 or 0; a failure to look counts

@@ -34,6 +34,9 @@ _Static_assert(CACHE_APP_ID == 0x786c6673, "application id is \"xlfs\"");
  */
 #define CACHE_BUSY_TIMEOUT_MS 10000
 
+/* The index by SHA-1 name: the schema's, and cache_bulk_end()'s. */
+#define CACHE_OBJECTS_SHA1_INDEX "CREATE INDEX objects_sha1 ON objects(sha1)"
+
 
 /* The prepared statements, one set per connection (see stmt_sql[]). */
 enum cache_stmt {

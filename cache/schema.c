@@ -243,7 +243,7 @@ static const char schema_sql[] =
 	"ELSE typeof(size1) = 'integer' AND size1 >= 0 AND reason IS NULL END), "
 	"CHECK (reason IS NULL OR typeof(reason) = 'text')"
 	") WITHOUT ROWID;"
-	"CREATE INDEX objects_sha1 ON objects(sha1);"
+	CACHE_OBJECTS_SHA1_INDEX ";"
 	RETRY_INDEX
 	"CREATE TABLE packs("
 	"checksum TEXT PRIMARY KEY NOT NULL, "

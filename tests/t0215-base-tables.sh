@@ -7,14 +7,17 @@
 # that version is the tree's delta base, the same walk gives the SHA-1
 # pack's tree delta (build.c, struct formcache).  It is on by default;
 # XLATE_TEST_BASE_TABLES=0 turns it off, =small keeps 1 MiB of recent
-# forms, which they leave all the time.  Whatever the references, the
+# forms, which they leave all the time; XLATE_TEST_BULK=1 makes the
+# first build write its rows at the end, in name order, with the index
+# by SHA-1 name made again afterwards (build.c, "a first build"), which
+# the others do not (=0).  Whatever the references, the
 # walk makes the other tree deltas from the two trees' native forms
 # (build.c, native_delta()); XLATE_TEST_WALK_DELTAS=0 turns that off,
 # and then the layout makes every delta from the two SHA-1 forms, as
 # readers of the pack do: the way the others must agree with ("layout"
 # below).  On generated histories (pack-objects' delta chains and
 # fast-import's, which run the other way), twins in every storage
-# shape, and fixtures, all four ways give the same names, the same
+# shape, and fixtures, all five ways give the same names, the same
 # refusals, and the same SHA-1 packs to the byte (layout, .idx,
 # trailer); and the walk did take the shortcuts (so the test cannot
 # pass by their never being taken).
@@ -33,12 +36,14 @@ dump() {
 same() {
 	name=$1 repo=$2
 	shift 2
-	for v in layout 0 1 small; do
+	for v in layout 0 1 small bulk; do
 		rm -f "$TRASH/c$v.sqlite"*
 		rc=0
-		walk=1 tables=$v
+		walk=1 tables=$v bulk=0
 		[ $v != layout ] || walk=0 tables=0
+		[ $v != bulk ] || tables=1 bulk=1
 		XLATE_TEST_BASE_TABLES=$tables XLATE_TEST_WALK_DELTAS=$walk \
+		XLATE_TEST_BULK=$bulk \
 			"$XL" -C "$repo" --cache "$TRASH/c$v.sqlite" "$@" build -v \
 			>"$TRASH/build$v" 2>&1 || rc=$?
 		# (a sanitizer's report makes it exit non-zero too)
@@ -56,6 +61,19 @@ same() {
 		"$TRASH/dumplayout" "$TRASH/dump1"
 	same_file "$name: the same with 1 MiB of recent forms (they leave it all the time)" \
 		"$TRASH/dumplayout" "$TRASH/dumpsmall"
+	same_file "$name: the same when the rows are written at the end, in name order" \
+		"$TRASH/dumplayout" "$TRASH/dumpbulk"
+	sqlite3 "$TRASH/cbulk.sqlite" "SELECT name FROM sqlite_schema WHERE type = 'index' ORDER BY name" \
+		>"$TRASH/indexes"
+	expect "$name: (that build did write its rows at the end)" \
+		grep -q "^rows: stored at the end" "$TRASH/buildbulk"
+	expect "$name: (and the others while naming)" \
+		grep -q "^rows: stored while naming" "$TRASH/build1"
+	expect "$name: ... and the index by SHA-1 name is made again" \
+		grep -qx objects_sha1 "$TRASH/indexes"
+	sha1=$(sqlite3 "$TRASH/cbulk.sqlite" "SELECT lower(hex(sha1)) FROM objects WHERE sha1 IS NOT NULL LIMIT 1")
+	expect "$name: ... and names are found by it" \
+		"$XL" -C "$repo" --cache "$TRASH/cbulk.sqlite" "$@" map "$sha1"
 }
 
 # a history with many versions of each directory, so that trees are deltas

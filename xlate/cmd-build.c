@@ -116,6 +116,10 @@ int cmd_build(struct cli *cli, int argc, char **argv)
 		fprintf(stderr, "trees: %llu converted, %llu of them against a "
 			"version named before\n", (unsigned long long)st.trees,
 			(unsigned long long)st.trees_against);
+	if (verbose && st.new_objects)
+		fprintf(stderr, "rows: %s\n", st.bulk ?
+			"stored at the end, in name order" :
+			"stored while naming, a batch at a time");
 	if (verbose)
 		fprintf(stderr, "refusals for now: %s\n", st.retried ?
 			"walked again" :

@@ -231,6 +231,8 @@ struct xlate_build_stats {
 	uint64_t spill_bytes;		/* what the walk kept for the layout */
 	uint64_t trees;			/* trees converted by the walk */
 	uint64_t trees_against;		/* of those, against a reference */
+	int bulk;			/* the rows went in at the end, in name
+					   order (a big first build) */
 	/* wall seconds spent in each phase (see build.c), for -v */
 	double secs_gather, secs_classify, secs_blobs, secs_walk,
 	       secs_store, secs_layout;
