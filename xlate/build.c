@@ -16,8 +16,10 @@
  *                  xlate_object() and hashing the result (see "the
  *                  rest, on every core" below)
  *     store        on a writer thread, in the order names are found, in
- *                  batches, each batch one transaction; then the packs
- *                  are marked finished
+ *                  batches, each batch one transaction; or, for a big
+ *                  first build, all at the end in name order ("a first
+ *                  build's rows" below); then the packs are marked
+ *                  finished
  *     lay out      if asked (opts->pack1), the SHA-1 packs of finished
  *                  packs (pack1.c), from this build's table of names and
  *                  the SHA-1 forms (or, for trees, the SHA-1 pack's tree
