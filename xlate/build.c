@@ -587,15 +587,6 @@ static double batch_period(struct build *b)
 }
 
 /*
- * Queue the row of oid (its table entry e) for the cache: named if
- * state is XMAP_DONE, refused if XMAP_BAD.  A named object's SHA-1 form
- * (form, may be NULL) goes to the spill file; when that fills a buffer,
- * the buffer is handed over in *spilled (then not NULL), for the caller
- * to write with spill_handback() once it holds no lock.  The caller
- * publishes e's state only afterwards, so that no row reaches the cache
- * before the rows of what it refers to.  Any thread may call it.
- */
-/*
  * The row of entry e (named oid) settled in `state`: its name and sizes,
  * or why it is refused.  co->reason points into e.
  */
@@ -615,6 +606,16 @@ static void row_of(const struct oid *oid, const struct xmap_entry *e,
 	}
 }
 
+/*
+ * Queue the row of oid (its table entry e) for the cache: named if
+ * state is XMAP_DONE, refused if XMAP_BAD.  A named object's SHA-1 form
+ * (form, may be NULL) goes to the spill file; when that fills a buffer,
+ * the buffer is handed over in *spilled (then not NULL), for the caller
+ * to write with spill_handback() once it holds no lock.  The caller
+ * publishes e's state only afterwards, so that no row reaches the cache
+ * before the rows of what it refers to.  A bulk build queues nothing:
+ * bulk_store() writes every row at the end.  Any thread may call it.
+ */
 static int store_row(struct build *b, const struct oid *oid,
 		     struct xmap_entry *e, uint8_t state, const struct buf *form,
 		     struct spill_out *spilled)
@@ -638,7 +639,6 @@ static int store_row(struct build *b, const struct oid *oid,
 			b->stats->retry++;
 	}
 	b->stats->new_objects++;
-	/* a bulk build writes the rows at the end (bulk_store()) */
 	if (!b->bulk && (ret = writer_push(&b->writer, &co)))
 		goto out;
 	if (!(b->stats->new_objects & 1023)) {

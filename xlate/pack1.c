@@ -793,7 +793,7 @@ static void sort_by_name(struct idx_rec *r, uint32_t nr)
 				struct idx_rec x = u[i];
 				uint32_t j = i;
 
-				for (; j && memcmp(u[j - 1].sha1, x.sha1, 20) > 0; j--)
+				for (; j && cmp_idx_rec(&u[j - 1], &x) > 0; j--)
 					u[j] = u[j - 1];
 				u[j] = x;
 			}
