@@ -81,17 +81,20 @@ fi
 # A big first build writes its rows only at the end (build.c, "a first
 # build"; XLATE_TEST_BULK=1 makes this one such): killed in its walk, it
 # has committed nothing, and the next build (streaming this time) is
-# whole.  Slowed down as above, and killed after a few slices.
+# whole.  Slowed down as above, and killed a few slices after its cache
+# file is there (the whole build is a few hundred slices).
 if command -v sqlite3 >/dev/null 2>&1; then
 	rm -f "$TRASH/b.sqlite"*
 	XLATE_TEST_BULK=1 "$XL" -C "$R" --cache "$TRASH/b.sqlite" build 2>"$TRASH/killed.err" &
 	pid=$!
 	kill -STOP $pid
-	for i in 1 2 3 4 5 6 7 8 9 10; do
-		kill -CONT $pid 2>/dev/null || break
-		sleep 0.002
+	i=0 after=0
+	while [ $i -lt 2000 ] && [ $after -lt 3 ] && kill -CONT $pid 2>/dev/null; do
+		i=$((i + 1))
+		sleep 0.001
 		kill -STOP $pid 2>/dev/null
-		sleep 0.1
+		sleep 0.05
+		[ ! -s "$TRASH/b.sqlite" ] || after=$((after + 1))
 	done
 	kill -9 $pid 2>/dev/null
 	rc=0
