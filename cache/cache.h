@@ -207,6 +207,22 @@ int cache_bulk_begin(struct cache *cache);
 int cache_bulk_end(struct cache *cache);
 
 /*
+ * Rows that are all new, in one statement: for i from 0 to nr - 1,
+ * row(data, i, &obj) fills obj and returns 1, or returns 0 to skip i
+ * (or a negative XL_E* code, which ends the put).  It is what
+ * cache_put() does nr times, in one statement instead of a statement
+ * per row; between cache_bulk_begin() and cache_bulk_end(), in name
+ * order, it is the end of a first build.  A row that is there already
+ * fails the put with XL_EIO; a failed put leaves none of its rows, and
+ * the caller rolls the batch back.  The lock is held throughout; row() must
+ * not call the cache.  0, XL_EIO, or XL_EINVALID (outside a batch, or a
+ * row cache_put() would refuse).
+ */
+typedef int (*cache_row_fn)(void *data, size_t i, struct cache_object *out);
+int cache_put_all(struct cache *cache, size_t nr, cache_row_fn row,
+		  void *data);
+
+/*
  * Packs whose every object is in the cache, by the pack's checksum hex
  * (the name in pack-<hex>.pack).  cache_pack_done() is written inside a
  * batch.  cache_pack_known() returns 1 or 0; a failure to look counts

@@ -121,6 +121,8 @@ struct cache {
 	uint64_t serial;		/* names this cache's reason buffers;
 					   immutable after cache_open */
 	struct buf scratch;		/* backs gitlink paths in a walk */
+	struct cache_feed *feed;	/* the rows of cache_put_all() */
+	int feed_module;		/* its virtual table is registered */
 	/*
 	 * The run of pack entries being put (cache_pack1_put_entry), a row
 	 * of pack1_chunks once it is long enough, or at cache_pack1_finish

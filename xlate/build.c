@@ -1413,11 +1413,13 @@ static int cmp_todo(const void *x, const void *y, void *data)
  * 5 s more of the kernel's.  When the cache holds no object yet, every
  * row is new and b->map holds them all; so a big first build writes no
  * row while it walks, and at the end puts them all, in name order (the
- * order of b->todo) into the empty table, with the index by SHA-1 name
- * set aside and made again by a sort (cache_bulk_begin()).  At a
- * million objects on 2 cores: the walk 14.9 s, the rows 3.2 s, the
- * build 24.0 s against 28.0 s streaming (medians of 3), and its peak
- * RssAnon 419 MiB, the writer's queue gone.
+ * order of b->todo) into the empty table in one statement
+ * (cache_put_all()), with the index by SHA-1 name set aside and made
+ * again by a sort (cache_bulk_begin()).  At a million objects on 2
+ * cores: the walk 14.9 s, the rows 3.2 s (2.4 s in one statement; a
+ * cache_put() each before), the build 24.0 s against 28.0 s streaming
+ * (medians of 3), and its peak RssAnon 419 MiB, the writer's queue
+ * gone.
  *
  * What that gives up: a first build killed or failed before its end
  * leaves nothing (the next starts over), a mount building in the
@@ -1444,25 +1446,30 @@ static int bulk_wanted(const struct build *b)
 	return b->nr >= BULK_MIN;
 }
 
+/* The row of b->todo[i] for cache_put_all(), or 0 for none. */
+static int bulk_row(void *data, size_t i, struct cache_object *out)
+{
+	struct build *b = data;
+	struct xmap_entry *e = todo_entry(b, i);
+	uint8_t state = xmap_state(e);
+	struct oid oid;
+
+	/* unreadable: left for the next build, as store_row() does */
+	if (state == XMAP_PENDING ||
+	    (state == XMAP_BAD && (e->flags & XMAP_F_UNREADABLE)))
+		return 0;
+	todo_oid(b, i, &oid);
+	row_of(&oid, e, state, out);
+	return 1;
+}
+
 /* A bulk build's rows, in name order, inside the open batch. */
 static int bulk_store(struct build *b)
 {
 	int ret = cache_bulk_begin(b->cache);
 
-	for (size_t i = 0; i < b->nr && !ret; i++) {
-		struct xmap_entry *e = todo_entry(b, i);
-		uint8_t state = xmap_state(e);
-		struct cache_object co;
-		struct oid oid;
-
-		/* unreadable: left for the next build, as store_row() does */
-		if (state == XMAP_PENDING ||
-		    (state == XMAP_BAD && (e->flags & XMAP_F_UNREADABLE)))
-			continue;
-		todo_oid(b, i, &oid);
-		row_of(&oid, e, state, &co);
-		ret = cache_put(b->cache, &co);
-	}
+	if (!ret)
+		ret = cache_put_all(b->cache, b->nr, bulk_row, b);
 	return ret ?: cache_bulk_end(b->cache);
 }
 

@@ -2334,6 +2334,111 @@ out:
 	scratch_end();
 }
 
+/* cache_put_all()'s rows: ids from->from + nr, every third skipped. */
+struct feed_rows {
+	uint64_t from;
+	uint64_t bad;		/* this id's row is one cache_put() refuses */
+	int fail_at;		/* row() fails at this index (-1: never) */
+};
+
+static int feed_row(void *data, size_t i, struct cache_object *out)
+{
+	const struct feed_rows *f = data;
+	uint64_t id = f->from + i;
+
+	if ((int)i == f->fail_at)
+		return err_set(XL_ECORRUPT, "row %zu cannot be read", i);
+	if (i % 3 == 2)
+		return 0;
+	make_obj(out, id);
+	if (id == f->bad)
+		out->type = OBJ_OFS_DELTA;
+	return 1;
+}
+
+TEST(put_all)
+{
+	struct feed_rows f = { .from = 0, .bad = UINT64_MAX, .fail_at = -1 };
+	struct cache_object o[3];
+	struct oid pairs[6];
+	struct seen_names seen = { 0 };
+	struct cache *c = NULL, *c2 = NULL;
+	size_t named = 0, refused = 0;
+
+	scratch_begin();
+	c = open_ok(&hash_sha256, NULL);
+	CHECK_INT(cache_open(&c2, db_path, &hash_sha256, 0, NULL, NULL), 0);
+	if (!c || !c2)
+		goto out;
+	/* outside a batch: refused */
+	CHECK_INT(cache_put_all(c, 30, feed_row, &f), XL_EINVALID);
+	/* ref names of two objects that come refused (ids 7 and 37) */
+	make_obj(&o[0], 7);
+	make_obj(&o[1], 37);
+	make_obj(&o[2], 3);
+	fill_name(&o[0].sha1, &hash_sha1, 7, 2);
+	fill_name(&o[1].sha1, &hash_sha1, 37, 2);
+	for (int i = 0; i < 3; i++) {
+		pairs[2 * i] = o[i].sha256;
+		pairs[2 * i + 1] = o[i].sha1;
+	}
+	CHECK_INT(cache_begin(c), 0);
+	CHECK_INT(cache_ref_names_set(c, pairs, 3), 0);
+	CHECK_INT(cache_bulk_begin(c), 0);
+	CHECK_INT(cache_put_all(c, 300, feed_row, &f), 0);
+	CHECK_INT(cache_bulk_end(c), 0);
+	CHECK_INT(cache_commit(c), 0);
+	for (uint64_t id = 0; id < 300; id++) {
+		CHECK_INT(has(c2, id), id % 3 != 2);
+		if (id % 3 != 2)
+			named += id % 10 != 7, refused += id % 10 == 7;
+	}
+	check_counts(c2, named + refused, refused, __LINE__);
+	/* by SHA-1 name, through the index made again */
+	{
+		struct cache_object want, got;
+
+		make_obj(&want, 301 - 3 * 2 - 4);	/* 291: id % 3 == 0 */
+		CHECK_INT(cache_get_by_sha1(c2, &want.sha1, &got), 0);
+		CHECK(same_obj(&want, &got));
+	}
+	/* the refused objects lost their ref names; 3 kept its own */
+	CHECK_INT(cache_for_each_ref_name(c2, note_name, &seen), 0);
+	CHECK_INT(seen.n, 1);
+	CHECK(seen_pair(&seen, &pairs[4], &pairs[5]));
+
+	/* a row there already, a row put refuses, a row that cannot be
+	   read: each fails the put, and the batch rolled back keeps none */
+	CHECK_INT(cache_begin(c), 0);
+	f.from = 297;	/* 297 is there */
+	CHECK_INT(cache_put_all(c, 30, feed_row, &f), XL_EIO);
+	cache_rollback(c);
+	f.from = 1000;
+	f.bad = 1010;
+	CHECK_INT(cache_begin(c), 0);
+	CHECK_INT(cache_put_all(c, 30, feed_row, &f), XL_EINVALID);
+	cache_rollback(c);
+	f.bad = UINT64_MAX;
+	f.fail_at = 20;
+	CHECK_INT(cache_begin(c), 0);
+	CHECK_INT(cache_put_all(c, 30, feed_row, &f), XL_ECORRUPT);
+	cache_rollback(c);
+	CHECK_INT(has(c2, 1000), 0);
+	check_counts(c2, named + refused, refused, __LINE__);
+	/* and the connection puts again afterwards */
+	f.fail_at = -1;
+	CHECK_INT(cache_begin(c), 0);
+	CHECK_INT(cache_put_all(c, 30, feed_row, &f), 0);
+	CHECK_INT(cache_commit(c), 0);
+	CHECK_INT(has(c2, 1000), 1);
+	CHECK_INT(has(c2, 1002), 0);
+	CHECK(quick_check_ok(db_path));
+out:
+	cache_close(c);
+	cache_close(c2);
+	scratch_end();
+}
+
 const struct test tests[] = {
 	T(open_creates_schema),
 	T(put_get_both_names),
@@ -2358,6 +2463,7 @@ const struct test tests[] = {
 	T(pack1_layouts),
 	T(pack1_runs),
 	T(ref_names),
+	T(put_all),
 	T(migrate_from_version_4),
 	T(migrate_from_version_3),
 	T(migrate_from_version_2),
@@ -2376,3 +2482,4 @@ const struct test tests[] = {
 	T(default_path),
 	{ NULL, NULL },
 };
+
