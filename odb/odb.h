@@ -27,6 +27,7 @@
 #ifndef XLATEFS_ODB_H
 #define XLATEFS_ODB_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -136,6 +137,13 @@ int array_grow(void *arrayp, size_t *alloc, size_t nr, size_t elem,
 	       size_t first);
 #define ARRAY_GROW(arr, nr, alloc, first) \
 	array_grow(&(arr), &(alloc), (nr), sizeof(*(arr)), (first))
+
+/*
+ * A mutex that spins a little before it sleeps, for sections held for
+ * a fraction of a microsecond that several threads take all the time
+ * (odb/lock.c).  Destroyed with pthread_mutex_destroy().
+ */
+void mutex_init_brief(pthread_mutex_t *m);
 
 /* Overflow-checked size arithmetic: 0 on success, XL_ETOOBIG on overflow. */
 static inline int size_add(size_t a, size_t b, size_t *out)

@@ -842,7 +842,7 @@ static int forms_init(struct formcache *fc, size_t cap)
 		fc->slot = NULL;
 		return err_set(XL_ENOMEM, "out of memory");
 	}
-	pthread_mutex_init(&fc->lock, NULL);
+	mutex_init_brief(&fc->lock);
 	return 0;
 }
 
@@ -2799,7 +2799,7 @@ static int name_the_rest(struct build *b)
 	size_t nr_nodes = b->map.nr;
 	int started = 0, ret = 0;
 
-	pthread_mutex_init(&s.lock, NULL);
+	mutex_init_brief(&s.lock);
 	pthread_cond_init(&s.more, NULL);
 	if (!(s.nodes = calloc(nr_nodes ? nr_nodes : 1, sizeof(*s.nodes))) ||
 	    !(w = calloc((size_t)threads, sizeof(*w)))) {
@@ -3445,8 +3445,8 @@ int xlate_build(struct repo *repo, struct cache *cache,
 	atomic_init(&b.nr_unreadable, 0);
 	atomic_init(&b.trees, 0);
 	atomic_init(&b.trees_against, 0);
-	pthread_mutex_init(&b.lock, NULL);
-	pthread_mutex_init(&b.names_lock, NULL);
+	mutex_init_brief(&b.lock);
+	mutex_init_brief(&b.names_lock);
 	pthread_rwlock_init(&b.old_lock, NULL);
 	pthread_mutex_init(&b.missing_lock, NULL);
 	if (repo_algo(repo) != &hash_sha256)
