@@ -280,6 +280,39 @@ struct tree_ent {
 };
 
 /*
+ * A hash of an entry for match_hashed(): four bytes of its object's name
+ * (a hash already), its length, and the last sixteen bytes of its mode
+ * and name.  The name counts because a directory of empty files, or of
+ * copies of one file, holds one object under many names of one length;
+ * its end, because names in one directory differ there most often
+ * (numbers, extensions).  Names that differ only further in share a
+ * slot's chain, and match_hashed() turns to a sort when chains grow
+ * long.  Which hash it is plays no part in the delta made.
+ */
+static uint32_t entry_hash(const unsigned char *p, const unsigned char *nul,
+			   uint32_t len)
+{
+	size_t n = (size_t)(nul - p);
+	uint64_t a = 0, b = 0, h;
+
+	if (n >= 16) {
+		memcpy(&a, nul - 16, 8);
+		memcpy(&b, nul - 8, 8);
+	} else {
+		unsigned char tmp[16] = { 0 };
+
+		memcpy(tmp, p, n);
+		memcpy(&a, tmp, 8);
+		memcpy(&b, tmp + 8, 8);
+	}
+	h = a * 0x9e3779b97f4a7c15ull ^ b * 0xc2b2ae3d27d4eb4full ^
+	    ((uint64_t)nul[1] << 24 | (uint64_t)nul[2] << 16 |
+	     (uint64_t)nul[3] << 8 | nul[4] | (uint64_t)len << 32) *
+	    0xff51afd7ed558ccdull;
+	return (uint32_t)(h >> 32 ^ h);
+}
+
+/*
  * The entries of a tree whose object names are rawsz bytes long
  * (trusted: we converted it, or the walk parsed it already), into *out.
  */
@@ -305,15 +338,7 @@ static int tree_entries(const struct buf *t, size_t rawsz,
 		e[n].cmp_len = (uint32_t)(nul + 1 + rawsz - p);
 		e[n].start = (uint32_t)(e[n].at - n * shrink);
 		e[n].len = (uint32_t)(e[n].cmp_len - shrink);
-		/*
-		 * The object's name is a hash already: four of its bytes
-		 * and the entry's length spread entries well enough (the
-		 * same blob under two names is told apart by memcmp).  Which
-		 * hash it is plays no part in the delta made.
-		 */
-		e[n].hash = ((uint32_t)nul[1] << 24 | (uint32_t)nul[2] << 16 |
-			     (uint32_t)nul[3] << 8 | nul[4]) ^
-			    e[n].cmp_len * 2654435761u;
+		e[n].hash = entry_hash(p, nul, e[n].cmp_len);
 		n++;
 		p = nul + 1 + rawsz;
 	}
@@ -417,17 +442,139 @@ static int emit_end(struct delta_out *d)
 	return ret;
 }
 
+/* Entries a and b have the same bytes. */
+static int same_entry(const struct buf *b, const struct tree_ent *a,
+		      const struct buf *t, const struct tree_ent *c)
+{
+	return a->hash == c->hash && a->cmp_len == c->cmp_len &&
+	       !memcmp(b->buf + a->at, t->buf + c->at, a->cmp_len);
+}
+
+/*
+ * Where each entry of t is in the base: the first entry of the base,
+ * in its order, with the same bytes, or UINT32_MAX.  Equal entries have
+ * equal hashes, so with linear probing the first of them put in the
+ * table is the first one a probe meets; a later copy is not put in.
+ * Probes stay short unless the hashes were made to collide (names are
+ * anyone's to choose): past PROBE_BUDGET steps an entry on average,
+ * match_sorted() answers instead, in n log n whatever the names.
+ */
+#define PROBE_BUDGET 8
+
+static int match_hashed(const struct buf *b, const struct tree_ent *be,
+			size_t nb, const struct buf *t, const struct tree_ent *te,
+			size_t nt, uint32_t *found)
+{
+	size_t cap = 16, steps = 0, budget = PROBE_BUDGET * (nb + nt) + 64;
+	uint32_t *slots;
+
+	while (cap < 2 * nb)
+		cap *= 2;
+	if (!(slots = malloc(cap * sizeof(*slots))))
+		return err_set(XL_ENOMEM, "out of memory");
+	memset(slots, 0xff, cap * sizeof(*slots));
+	for (size_t i = 0; i < nb; i++) {
+		size_t k = be[i].hash & (cap - 1);
+
+		while (slots[k] != UINT32_MAX &&
+		       !same_entry(b, &be[slots[k]], b, &be[i])) {
+			k = (k + 1) & (cap - 1);
+			if (++steps > budget)
+				goto crowded;
+		}
+		if (slots[k] == UINT32_MAX)
+			slots[k] = (uint32_t)i;
+	}
+	for (size_t i = 0; i < nt; i++) {
+		size_t k = te[i].hash & (cap - 1);
+
+		while (slots[k] != UINT32_MAX &&
+		       !same_entry(b, &be[slots[k]], t, &te[i])) {
+			k = (k + 1) & (cap - 1);
+			if (++steps > budget)
+				goto crowded;
+		}
+		found[i] = slots[k];
+	}
+	free(slots);
+	return 0;
+crowded:
+	free(slots);
+	return 1;
+}
+
+/* Entries x of xb and y of yb by their bytes (memcmp's order). */
+static int cmp_entries(const char *xb, const struct tree_ent *x,
+		       const char *yb, const struct tree_ent *y)
+{
+	size_t n = x->cmp_len < y->cmp_len ? x->cmp_len : y->cmp_len;
+	int c = memcmp(xb + x->at, yb + y->at, n);
+
+	if (c)
+		return c;
+	return (x->cmp_len > y->cmp_len) - (x->cmp_len < y->cmp_len);
+}
+
+struct sort_ctx {
+	const char *buf;
+	const struct tree_ent *e;
+};
+
+/* The base's entries by their bytes, and equal ones in the base's order. */
+static int by_bytes(const void *x, const void *y, void *data)
+{
+	const struct sort_ctx *c = data;
+	uint32_t i = *(const uint32_t *)x, j = *(const uint32_t *)y;
+	int r = cmp_entries(c->buf, &c->e[i], c->buf, &c->e[j]);
+
+	return r ? r : (i > j) - (i < j);
+}
+
+/* match_hashed()'s answers, by a sort of the base and binary searches. */
+static int match_sorted(const struct buf *b, const struct tree_ent *be,
+			size_t nb, const struct buf *t, const struct tree_ent *te,
+			size_t nt, uint32_t *found)
+{
+	struct sort_ctx ctx = { b->buf, be };
+	uint32_t *order = malloc((nb ? nb : 1) * sizeof(*order));
+
+	if (!order)
+		return err_set(XL_ENOMEM, "out of memory");
+	for (size_t i = 0; i < nb; i++)
+		order[i] = (uint32_t)i;
+	qsort_r(order, nb, sizeof(*order), by_bytes, &ctx);
+	for (size_t i = 0; i < nt; i++) {
+		size_t lo = 0, hi = nb;
+
+		/* the first of the base's entries not below te[i] */
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (cmp_entries(b->buf, &be[order[mid]], t->buf, &te[i]) < 0)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		found[i] = lo < nb && !cmp_entries(b->buf, &be[order[lo]],
+						   t->buf, &te[i]) ?
+			   order[lo] : UINT32_MAX;
+	}
+	free(order);
+	return 0;
+}
+
 /*
  * The delta from base b to tree t, both parsed with names rawsz bytes
  * long, whose inserts are taken from t1, t's SHA-1 form (t itself when
  * rawsz is 20).
  */
 static int tree_delta(const struct buf *b, const struct buf *t,
-		      const struct buf *t1, size_t rawsz, struct buf *out)
+		      const struct buf *t1, size_t rawsz, int sorted,
+		      struct buf *out)
 {
 	struct tree_ent *be = NULL, *te = NULL;
-	size_t nb = 0, nt = 0, cap = 16;
-	uint32_t *slots = NULL;
+	size_t nb = 0, nt = 0;
+	uint32_t *found = NULL;
 	struct delta_out d = { out, t1->buf, 0, 0, 0, 0 };
 	int ret;
 
@@ -442,47 +589,27 @@ static int tree_delta(const struct buf *b, const struct buf *t,
 			      "tree's form");
 		goto out;
 	}
-	while (cap < 2 * nb)
-		cap *= 2;
-	if (!(slots = malloc(cap * sizeof(*slots)))) {
+	if (!(found = malloc((nt ? nt : 1) * sizeof(*found)))) {
 		ret = err_set(XL_ENOMEM, "out of memory");
 		goto out;
 	}
-	memset(slots, 0xff, cap * sizeof(*slots));
-	for (size_t i = 0; i < nb; i++) {
-		size_t k = be[i].hash & (cap - 1);
-
-		while (slots[k] != UINT32_MAX)
-			k = (k + 1) & (cap - 1);
-		slots[k] = (uint32_t)i;
-	}
-	if ((ret = buf_add_varint(out, b->len - nb * (rawsz - 20))) ||
+	ret = sorted ? 1 : match_hashed(b, be, nb, t, te, nt, found);
+	if (ret == 1)
+		ret = match_sorted(b, be, nb, t, te, nt, found);
+	if (ret ||
+	    (ret = buf_add_varint(out, b->len - nb * (rawsz - 20))) ||
 	    (ret = buf_add_varint(out, t1->len)))
 		goto out;
-	for (size_t i = 0; i < nt && !ret; i++) {
-		uint32_t found = UINT32_MAX;
-
-		for (size_t k = te[i].hash & (cap - 1); slots[k] != UINT32_MAX;
-		     k = (k + 1) & (cap - 1)) {
-			const struct tree_ent *c = &be[slots[k]];
-
-			/* the first match in base order: one answer */
-			if (c->hash == te[i].hash && c->cmp_len == te[i].cmp_len &&
-			    !memcmp(b->buf + c->at, t->buf + te[i].at,
-				    c->cmp_len) &&
-			    (found == UINT32_MAX || slots[k] < found))
-				found = slots[k];
-		}
-		ret = found != UINT32_MAX ?
-		      emit_match(&d, be[found].start, be[found].len) :
+	for (size_t i = 0; i < nt && !ret; i++)
+		ret = found[i] != UINT32_MAX ?
+		      emit_match(&d, be[found[i]].start, be[found[i]].len) :
 		      emit_own(&d, te[i].start, te[i].len);
-	}
 	if (!ret)
 		ret = emit_end(&d);
 out:
 	if (ret)
 		buf_reset(out);
-	free(slots);
+	free(found);
 	free(be);
 	free(te);
 	return ret;
@@ -564,7 +691,13 @@ out:
 
 int xlate_tree_delta(const struct buf *b, const struct buf *t, struct buf *out)
 {
-	return tree_delta(b, t, t, 20, out);
+	return tree_delta(b, t, t, 20, 0, out);
+}
+
+int xlate_tree_delta_sorted(const struct buf *b, const struct buf *t,
+			    struct buf *out)
+{
+	return tree_delta(b, t, t, 20, 1, out);
 }
 
 int xlate_tree_delta_native(const struct hash_algo *algo, const struct buf *b,
@@ -573,7 +706,7 @@ int xlate_tree_delta_native(const struct hash_algo *algo, const struct buf *b,
 {
 	if (algo->rawsz < 20)
 		return err_set(XL_EUNSUPPORTED, "names shorter than SHA-1's");
-	return tree_delta(b, t, t1, algo->rawsz, out);
+	return tree_delta(b, t, t1, algo->rawsz, 0, out);
 }
 
 /*

@@ -86,6 +86,13 @@ void xmap_set_bad(struct xmap_entry *e, const char *reason);
  */
 int xlate_tree_delta(const struct buf *b, const struct buf *t, struct buf *out);
 /*
+ * The same bytes, with the matches found by a sort instead of a hash
+ * table: what xlate_tree_delta() falls back to when names were made to
+ * collide in its table.  For the tests, which need both ways to agree.
+ */
+int xlate_tree_delta_sorted(const struct buf *b, const struct buf *t,
+			    struct buf *out);
+/*
  * The same delta worked out from the native forms b and t (names of
  * algo->rawsz bytes) and t1, t's SHA-1 form: byte for byte what
  * xlate_tree_delta() makes of the two SHA-1 forms, for trees that hold

@@ -14,10 +14,12 @@
 #include "../../odb/odb_i.h"
 #include "../../xlate/xlate_i.h"
 
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int map_prefix(void *data, const struct oid *in, struct oid *out)
 {
@@ -101,7 +103,7 @@ static int check_pair(const struct buf *r256, const struct buf *r1,
 				XLATE_UNKNOWN_FAIL, NULL };
 	struct xlate_tree_ix ix;
 	struct buf plain = BUF_INIT, against = BUF_INIT;
-	struct buf d1 = BUF_INIT, dm = BUF_INIT, made = BUF_INIT;
+	struct buf d1 = BUF_INIT, dm = BUF_INIT, ds = BUF_INIT, made = BUF_INIT;
 	int merged;
 
 	xlate_tree_ix_init(&ix);
@@ -114,6 +116,10 @@ static int check_pair(const struct buf *r256, const struct buf *r1,
 	CHECK_INT(against.len, t1->len);
 	CHECK_MEM(against.buf, t1->buf, t1->len);
 	CHECK(!xlate_tree_delta(r1, t1, &d1));
+	/* the fallback for names made to collide finds the same matches */
+	CHECK(!xlate_tree_delta_sorted(r1, t1, &ds));
+	CHECK_INT(ds.len, d1.len);
+	CHECK_MEM(ds.buf, d1.buf, d1.len);
 	merged = !xlate_tree_delta_merged(&ix, t256->buf, t256->len, t1, &dm);
 	if (merged) {
 		CHECK_INT(dm.len, d1.len);
@@ -128,6 +134,7 @@ static int check_pair(const struct buf *r256, const struct buf *r1,
 	buf_release(&against);
 	buf_release(&d1);
 	buf_release(&dm);
+	buf_release(&ds);
 	buf_release(&made);
 	return merged;
 }
@@ -287,11 +294,94 @@ TEST(bad_target)
 	buf_release(&out);
 }
 
+static void too_slow(int sig)
+{
+	static const char msg[] = "# the deltas took over 10 seconds: "
+				  "entries compared with all the others?\n";
+
+	(void)sig;
+	if (write(2, msg, sizeof(msg) - 1) < 0)
+		_exit(2);
+	_exit(1);
+}
+
+/*
+ * Entries that share their object (a directory of empty files, or of
+ * copies of one file) and the length of their names: the SHA-1 pack's
+ * delta must not compare each with all the others.  60,000 entries each
+ * way take some milliseconds (a second under the sanitizers); compared
+ * all with all, 3.6e9 comparisons, half a minute, and the alarm ends
+ * the test.  Then the same entry many times over (a tree that does not
+ * parse as Git's, which the walk leaves to the plain way): every copy in
+ * t matches the first in the base, either way the matches are found.
+ * And names that share the part the hash reads: found by the sort.
+ */
+#define LINEAR_SECS 10
+
+TEST(shared_objects_stay_linear)
+{
+	struct buf a256 = BUF_INIT, a1 = BUF_INIT, b256 = BUF_INIT, b1 = BUF_INIT;
+	struct buf d = BUF_INIT, ds = BUF_INIT, made = BUF_INIT;
+	char name[32];
+	unsigned n = 60000;
+
+	signal(SIGALRM, too_slow);
+	alarm(LINEAR_SECS);
+
+	for (unsigned k = 0; k < n; k++) {
+		snprintf(name, sizeof(name), "f%07u", k);
+		add(&a256, &a1, "100644", name, 1);
+		/* every 1000th renamed (in Git's order still): they differ */
+		if (k % 1000 == 5)
+			snprintf(name, sizeof(name), "f%07ux", k);
+		add(&b256, &b1, "100644", name, 1);
+	}
+	CHECK(check_pair(&a256, &a1, &b256, &b1));
+	CHECK(check_pair(&b256, &b1, &a256, &a1));
+	/* one entry, n times, in both */
+	buf_reset(&a256);
+	buf_reset(&a1);
+	for (unsigned k = 0; k < n; k++)
+		add(&a256, &a1, "100644", "same", 1);
+	CHECK(!xlate_tree_delta(&a1, &a1, &d));
+	CHECK(!xlate_tree_delta_sorted(&a1, &a1, &ds));
+	CHECK_INT(ds.len, d.len);
+	CHECK_MEM(ds.buf, d.buf, d.len);
+	CHECK(!delta_apply((const unsigned char *)a1.buf, a1.len,
+			   (const unsigned char *)d.buf, d.len, &made));
+	CHECK_INT(made.len, a1.len);
+	CHECK_MEM(made.buf, a1.buf, a1.len);
+	/* copies of the base's first entry, 3 bytes each */
+	CHECK(d.len < a1.len / 8);
+	/* names that differ only before their last 16 bytes: one chain */
+	buf_reset(&a256);
+	buf_reset(&a1);
+	buf_reset(&b256);
+	buf_reset(&b1);
+	for (unsigned k = 0; k < n; k++) {
+		snprintf(name, sizeof(name), "%07u, and the same end", k);
+		add(&a256, &a1, "100644", name, 1);
+		if (k % 1000 != 5)
+			add(&b256, &b1, "100644", name, 1);
+	}
+	CHECK(check_pair(&a256, &a1, &b256, &b1));
+	CHECK(check_pair(&b256, &b1, &a256, &a1));
+	alarm(0);
+	buf_release(&a256);
+	buf_release(&a1);
+	buf_release(&b256);
+	buf_release(&b1);
+	buf_release(&d);
+	buf_release(&ds);
+	buf_release(&made);
+}
+
 const struct test tests[] = {
 	T(versions_against_each_other),
 	T(walk_finds_what_is_shared),
 	T(out_of_order_and_duplicates),
 	T(copies_past_one_instruction),
 	T(bad_target),
+	T(shared_objects_stay_linear),
 	{ NULL, NULL },
 };
