@@ -906,18 +906,36 @@ static int feed_run(struct cache *cache, struct cache_feed *f)
 			return cache_db_err(cache, rc, "storing objects");
 		cache->feed_module = 1;
 	}
+	/*
+	 * The rows are made here from what check_object() let through:
+	 * lengths from the algorithms, integers as integers, size1 and
+	 * reason only where they belong.  So the table's CHECKs, which
+	 * guard against a wrong row (and which quick_check runs again at
+	 * every open), are left out of this statement: 0.26 -> 0.20 s for
+	 * 131k rows.  Keys and NOT NULL still hold.
+	 */
+	if ((rc = sqlite3_exec(cache->db, "PRAGMA ignore_check_constraints = 1",
+			       NULL, NULL, NULL)) != SQLITE_OK)
+		return cache_db_err(cache, rc, "storing objects");
 	rc = sqlite3_prepare_v2(cache->db,
 				"INSERT INTO objects(" OBJECT_COLUMNS ") "
 				"SELECT " OBJECT_COLUMNS " FROM xl_rows",
 				-1, &st, NULL);
-	if (rc != SQLITE_OK)
-		return cache_db_err(cache, rc, "storing objects");
-	cache->feed = f;
-	rc = sqlite3_step(st);
-	cache->feed = NULL;
-	if (rc != SQLITE_DONE)
-		ret = f->ret ? f->ret : cache_db_err(cache, rc, "storing objects");
-	sqlite3_finalize(st);
+	if (rc == SQLITE_OK) {
+		cache->feed = f;
+		rc = sqlite3_step(st);
+		cache->feed = NULL;
+		if (rc != SQLITE_DONE)
+			ret = f->ret ? f->ret :
+			      cache_db_err(cache, rc, "storing objects");
+		sqlite3_finalize(st);
+	} else {
+		ret = cache_db_err(cache, rc, "storing objects");
+	}
+	/* every other statement checks again */
+	if ((rc = sqlite3_exec(cache->db, "PRAGMA ignore_check_constraints = 0",
+			       NULL, NULL, NULL)) != SQLITE_OK && !ret)
+		ret = cache_db_err(cache, rc, "storing objects");
 	/* as cache_put() does: a refused name keeps no ref name */
 	for (size_t i = 0; i < f->refused_nr && !ret; i++) {
 		bind_oid(cache->stmt[ST_REF_NAME_DROP], 1, &f->refused[i]);
