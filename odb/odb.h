@@ -206,6 +206,13 @@ int oid_from_hex(struct oid *oid, const struct hash_algo *algo,
 int hex_value(int c);	/* 0..15, or -1 */
 
 /*
+ * The OpenSSL digest of algo (an EVP_MD), fetched once for the process:
+ * pass it to EVP_DigestInit_ex() rather than EVP_sha1() or EVP_sha256().
+ */
+struct evp_md_st;
+const struct evp_md_st *hash_md(const struct hash_algo *algo);
+
+/*
  * The name Git gives `content` of `type` ("blob", ...):
  * H("type len\0" + content).  Returns 0 or XL_ENOMEM.
  */

@@ -1769,7 +1769,7 @@ static int hash_blob(struct odb *odb, const struct oid *oid,
 		return err_set(XL_ENOMEM, "out of memory");
 	}
 	n = snprintf(hdr, sizeof(hdr), "blob %zu", size);
-	EVP_DigestInit_ex(ctx, EVP_sha1(), NULL);
+	EVP_DigestInit_ex(ctx, hash_md(&hash_sha1), NULL);
 	EVP_DigestUpdate(ctx, hdr, (size_t)n + 1);
 	buf_reset(scratch);
 	if (!(ret = buf_grow(scratch, 1 << 16))) {

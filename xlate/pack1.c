@@ -980,7 +980,7 @@ static int build_idx(struct idx_rec *recs, uint32_t nr,
 	if (!ret) {
 		unsigned char sum[20];
 
-		if (!EVP_Digest(out->buf, out->len, sum, NULL, EVP_sha1(), NULL))
+		if (!EVP_Digest(out->buf, out->len, sum, NULL, hash_md(&hash_sha1), NULL))
 			return err_set(XL_ENOMEM, "SHA-1 of an idx failed");
 		ret = buf_add(out, sum, 20);
 	}
@@ -1424,7 +1424,7 @@ static int layout_pack(const struct pack1_ctx *c,
 	if (!(l.plan = calloc(nr ? nr : 1, sizeof(*l.plan))) ||
 	    !(l.made = calloc(2 * WINDOW_ENTRIES, sizeof(*l.made))) ||
 	    !(l.chunk = malloc(LAYOUT_CHUNK)) || !(l.md = EVP_MD_CTX_new()) ||
-	    !EVP_DigestInit_ex(l.md, EVP_sha1(), NULL)) {
+	    !EVP_DigestInit_ex(l.md, hash_md(&hash_sha1), NULL)) {
 		layout_release(&l);
 		return err_set(XL_ENOMEM, "out of memory");
 	}
