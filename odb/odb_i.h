@@ -214,6 +214,14 @@ struct pack {
 	size_t data_end;		/* map_len - rawsz: where entries stop */
 	const struct hash_algo *algo;
 	struct delta_cache *cache;	/* shared, owned by the odb */
+	/*
+	 * What type the delta at an offset makes, remembered by
+	 * pack_read_header() (pack.c, "types of deltas"): offset << 3 |
+	 * type, read and written by any thread without a lock.  NULL
+	 * when there was no room; types_mask + 1 slots.
+	 */
+	_Atomic uint64_t *types;
+	size_t types_mask;
 	struct pack *next;
 };
 

@@ -27,6 +27,8 @@
  */
 #include "odb_i.h"
 
+#include <stdatomic.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,6 +39,57 @@ static int pack_fail(const struct pack *pack, uint64_t offset, int ret)
 	err_wrap("%s: entry at offset %llu", pack->path,
 		 (unsigned long long)offset);
 	return ret;
+}
+
+/*
+ * Types of deltas.  A delta's type is its chain's base's, which
+ * pack_read_header() finds by reading every header down the chain: a
+ * cache miss in the mapped pack for each, ten to fifty of them for a
+ * typical chain, and the chains of neighbouring versions share most of
+ * their links.  So the type each link was found to make is remembered,
+ * by offset, in a table of one word a slot, and the next walk that
+ * meets a remembered link stops there.  The pack never changes, so a
+ * slot that holds the offset holds its type; slots are read and written
+ * with relaxed atomics, and two threads writing one slot lose only a
+ * hint.  A slot for every four entries, from 2^10 to 2^16 (512 KiB).
+ */
+#define TYPES_MIN 1024
+#define TYPES_MAX 65536
+
+static void types_init(struct pack *pack)
+{
+	size_t n = TYPES_MIN;
+
+	while (n < TYPES_MAX && n < pack->idx.nr / 4)
+		n *= 2;
+	if ((pack->types = calloc(n, sizeof(*pack->types))))
+		pack->types_mask = n - 1;
+}
+
+static size_t types_slot(const struct pack *pack, uint64_t offset)
+{
+	return (size_t)((offset * 0x9e3779b97f4a7c15ull) >> 32) &
+	       pack->types_mask;
+}
+
+static enum obj_type types_get(const struct pack *pack, uint64_t offset)
+{
+	uint64_t v;
+
+	if (!pack->types)
+		return OBJ_NONE;
+	v = atomic_load_explicit(&pack->types[types_slot(pack, offset)],
+				 memory_order_relaxed);
+	return v >> 3 == offset ? (enum obj_type)(v & 7) : OBJ_NONE;
+}
+
+static void types_put(const struct pack *pack, uint64_t offset,
+		      enum obj_type type)
+{
+	if (pack->types && offset < (UINT64_C(1) << 61))
+		atomic_store_explicit(&pack->types[types_slot(pack, offset)],
+				      offset << 3 | (uint64_t)type,
+				      memory_order_relaxed);
 }
 
 int pack_open(struct pack **out, const char *root, const char *idx_path,
@@ -93,6 +146,7 @@ int pack_open(struct pack **out, const char *root, const char *idx_path,
 				  pack->path);
 		goto fail;
 	}
+	types_init(pack);
 	*out = pack;
 	return 0;
 fail:
@@ -109,6 +163,7 @@ void pack_close(struct pack *pack)
 		return;
 	file_unmap(pack->idx.map, pack->idx.map_len);
 	file_unmap(pack->map, pack->map_len);
+	free((void *)pack->types);
 	free(pack->path);
 	free(pack);
 }
@@ -394,6 +449,13 @@ int pack_read_header(struct pack *pack, uint64_t offset,
 	 */
 	chain_init(&ch);
 	for (;;) {
+		enum obj_type known = cur == offset ? OBJ_NONE :
+				      types_get(pack, cur);
+
+		if (known >= OBJ_COMMIT && known <= OBJ_TAG) {
+			*type = known;
+			break;
+		}
 		if ((ret = pack_entry_header(pack, cur, &e)))
 			goto fail;
 		if (cur == offset)
@@ -406,6 +468,9 @@ int pack_read_header(struct pack *pack, uint64_t offset,
 		    (ret = chain_next(pack, &ch, &e, &cur)))
 			goto fail;
 	}
+	/* every delta on the way makes that type */
+	for (size_t i = 0; i < ch.nr; i++)
+		types_put(pack, ch.links[i].offset, *type);
 	chain_release(&ch);
 	if (!size)
 		return 0;

@@ -10,6 +10,7 @@
 #include "../../odb/odb_i.h"
 
 #include <stdlib.h>
+#include <zlib.h>
 
 /* ---- a fake pack ---------------------------------------------------- */
 
@@ -633,6 +634,75 @@ TEST(delta_cache_threads)
 	delta_cache_free(c);
 }
 
+/* ---- types of deltas, remembered ------------------------------------ */
+
+/* Append a whole entry: header, then data deflated. */
+static void put_entry(struct buf *b, int type, const void *data, size_t n,
+		      uint64_t ofs)
+{
+	unsigned char z[256];
+	uLongf zn = sizeof(z);
+
+	if (compress(z, &zn, data, n) != Z_OK)
+		abort();
+	put_type_size(b, type, n);
+	if (type == OBJ_OFS_DELTA)
+		put_ofs(b, ofs);
+	buf_add(b, z, zn);
+}
+
+/*
+ * A blob, then three OFS deltas, each against the one before: the
+ * walk from the last reads every header once, and remembers the type
+ * for each delta on the way.  A walk that meets a remembered delta
+ * stops there: shown by changing the blob's header to a tree's after
+ * the first walk (the pack never changes, so no reader would see it;
+ * here it tells a remembered type from one read again).  A walk from
+ * the first delta, remembered for itself only as a link of other
+ * chains, reads on to the base: it is the top there, whose header is
+ * read for its size anyway.
+ */
+TEST(delta_types_remembered)
+{
+	/* delta: base size 5, result size 5, copy 0..5 */
+	static const unsigned char delta[] = { 5, 5, 0x90, 5 };
+	struct buf b = BUF_INIT;
+	uint64_t at[4];
+	struct fake f;
+	enum obj_type type;
+	size_t size;
+
+	at[0] = 12;
+	put_entry(&b, OBJ_BLOB, "hello", 5, 0);
+	for (int i = 1; i < 4; i++) {
+		at[i] = 12 + b.len;
+		put_entry(&b, OBJ_OFS_DELTA, delta, sizeof(delta), at[i] - at[i - 1]);
+	}
+	fake_open(&f, &hash_sha256, 0, b.buf, b.len, 0);
+	f.pack.types = calloc(1024, sizeof(*f.pack.types));
+	f.pack.types_mask = 1023;
+	CHECK(f.pack.types != NULL);
+	CHECK_INT(pack_read_header(&f.pack, at[3], &type, &size), 0);
+	CHECK_INT(type, OBJ_BLOB);
+	CHECK_INT(size, 5);
+	/* the blob's header now says tree (size 5) */
+	f.mem[at[0]] = (unsigned char)(OBJ_TREE << 4 | 5);
+	CHECK_INT(pack_read_header(&f.pack, at[3], &type, &size), 0);
+	CHECK_INT(type, OBJ_BLOB);
+	CHECK_INT(pack_read_header(&f.pack, at[2], &type, &size), 0);
+	CHECK_INT(type, OBJ_BLOB);
+	/* the top of a walk is read, and its base when it is the next link */
+	CHECK_INT(pack_read_header(&f.pack, at[1], &type, &size), 0);
+	CHECK_INT(type, OBJ_TREE);
+	/* without the table, every walk reads every header */
+	free((void *)f.pack.types);
+	f.pack.types = NULL;
+	CHECK_INT(pack_read_header(&f.pack, at[3], &type, &size), 0);
+	CHECK_INT(type, OBJ_TREE);
+	fake_close(&f);
+	buf_release(&b);
+}
+
 const struct test tests[] = {
 	T(base_types),
 	T(size_varint_every_length),
@@ -651,5 +721,6 @@ const struct test tests[] = {
 	T(delta_cache_empty),
 	T(delta_cache_budget_is_the_whole_cache_s),
 	T(delta_cache_threads),
+	T(delta_types_remembered),
 	{ NULL, NULL },
 };
