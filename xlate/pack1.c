@@ -461,6 +461,24 @@ static int same_entry(const struct buf *b, const struct tree_ent *a,
  */
 #define PROBE_BUDGET 8
 
+/*
+ * The slot of the base entry with e's bytes (e in x), or the empty
+ * slot where it would go; SIZE_MAX once *steps passes the budget.
+ */
+static size_t probe(const uint32_t *slots, size_t cap, const struct buf *b,
+		    const struct tree_ent *be, const struct buf *x,
+		    const struct tree_ent *e, size_t *steps, size_t budget)
+{
+	size_t k = e->hash & (cap - 1);
+
+	while (slots[k] != UINT32_MAX && !same_entry(b, &be[slots[k]], x, e)) {
+		k = (k + 1) & (cap - 1);
+		if (++*steps > budget)
+			return SIZE_MAX;
+	}
+	return k;
+}
+
 static int match_hashed(const struct buf *b, const struct tree_ent *be,
 			size_t nb, const struct buf *t, const struct tree_ent *te,
 			size_t nt, uint32_t *found)
@@ -474,26 +492,18 @@ static int match_hashed(const struct buf *b, const struct tree_ent *be,
 		return err_set(XL_ENOMEM, "out of memory");
 	memset(slots, 0xff, cap * sizeof(*slots));
 	for (size_t i = 0; i < nb; i++) {
-		size_t k = be[i].hash & (cap - 1);
+		size_t k = probe(slots, cap, b, be, b, &be[i], &steps, budget);
 
-		while (slots[k] != UINT32_MAX &&
-		       !same_entry(b, &be[slots[k]], b, &be[i])) {
-			k = (k + 1) & (cap - 1);
-			if (++steps > budget)
-				goto crowded;
-		}
+		if (k == SIZE_MAX)
+			goto crowded;
 		if (slots[k] == UINT32_MAX)
 			slots[k] = (uint32_t)i;
 	}
 	for (size_t i = 0; i < nt; i++) {
-		size_t k = te[i].hash & (cap - 1);
+		size_t k = probe(slots, cap, b, be, t, &te[i], &steps, budget);
 
-		while (slots[k] != UINT32_MAX &&
-		       !same_entry(b, &be[slots[k]], t, &te[i])) {
-			k = (k + 1) & (cap - 1);
-			if (++steps > budget)
-				goto crowded;
-		}
+		if (k == SIZE_MAX)
+			goto crowded;
 		found[i] = slots[k];
 	}
 	free(slots);
