@@ -28,7 +28,6 @@
 #include "odb_i.h"
 
 #include <stdatomic.h>
-
 #include <stdlib.h>
 #include <string.h>
 
