@@ -187,6 +187,15 @@ int cache_resolve_prefix(struct cache *cache, const struct hash_algo *algo,
  */
 int cache_begin(struct cache *cache);
 int cache_put(struct cache *cache, const struct cache_object *obj);
+/*
+ * cache_put() stores a new row in a small table of recent rows, not in
+ * the big one: a build after a fetch then writes a few hundred pages,
+ * not a page per row.  Fold them into the big table (one transaction,
+ * in name order) once they pass an eighth of it, or whenever `force`;
+ * *folded says how many moved (0: not due).  Not inside a batch; a
+ * build calls it when it is done.  Readers see no difference.
+ */
+int cache_fold(struct cache *cache, int force, uint64_t *folded);
 int cache_put_gitlink(struct cache *cache, const struct oid *tree,
 		      const char *path, size_t path_len,
 		      const struct oid *commit256, const struct oid *commit1);

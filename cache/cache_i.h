@@ -22,9 +22,9 @@ _Static_assert(CACHE_APP_ID == 0x786c6673, "application id is \"xlfs\"");
  * PRAGMA user_version: bump with every incompatible schema change, and
  * teach schema.c to migrate the previous ones (version 1 had no `retry`
  * column, version 2 no synthesized packs, version 3 no ref names,
- * version 4 a row per pack entry).
+ * version 4 a row per pack entry, version 7 no objects_recent).
  */
-#define CACHE_SCHEMA_VERSION 7
+#define CACHE_SCHEMA_VERSION 8
 
 /*
  * How long a statement waits for another process's lock before failing
@@ -45,7 +45,8 @@ enum cache_stmt {
 	ST_RANGE,		/* primary name range, for prefixes */
 	ST_RANGE1,		/* SHA-1 name range */
 	ST_PUT,			/* a new row: ignored if there is one */
-	ST_PUT_REPLACE,		/* over the row there is */
+	ST_PUT_REPLACE,		/* over the row there is, in objects */
+	ST_PUT_REPLACE_RECENT,	/* in objects_recent */
 	ST_UNTRANSLATABLE_OF,	/* is the row by that name untranslatable? */
 	ST_GITLINK_PUT,
 	ST_GITLINK_GET,		/* a target's SHA-1 name by its primary name */
@@ -73,6 +74,9 @@ enum cache_stmt {
 	ST_CLEAR_KNOWN,
 	ST_NONEMPTY,
 	ST_CLEAR_OBJECTS,
+	ST_CLEAR_RECENT,	/* objects_recent's rows, once folded */
+	ST_RECENT_COUNT,
+	ST_FOLD,		/* objects_recent's rows into objects */
 	ST_CLEAR_PACKS,
 	ST_CLEAR_GITLINKS,
 	ST_CLEAR_PACKS1,

@@ -2,7 +2,7 @@
  * schema.c: the cache file itself: where it lives, its tables, and
  * whether it can be trusted.
  *
- * The schema, version 7 (PRAGMA user_version = 7), application id
+ * The schema, version 8 (PRAGMA user_version = 8), application id
  * 0x786c6673 "xlfs" (PRAGMA application_id), journal_mode WAL:
  *
  *   meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID
@@ -10,8 +10,8 @@
  *	'settings'	the text last given to cache_check_settings()
  *	'damaged'	why cache_check() found the file bad: the next
  *			open sets the file aside
- *	'objects'	rows in objects, and those without a SHA-1
- *	'untranslatable'  name, in decimal: changed in the transactions
+ *	'objects'	rows in objects and objects_recent, and those
+ *	'untranslatable'  without a SHA-1 name, in decimal: changed in the transactions
  *			that change the rows (cache.c), so that counting
  *			is not a scan
  *
@@ -29,6 +29,14 @@
  *   INDEX objects_retry ON objects(sha256) WHERE retry = 1
  *					(partial: holds only those rows, so the
  *					build finds them without a table scan)
+ *
+ *   objects_recent(...)		the same columns and CHECKs: the rows
+ *   INDEX objects_recent_sha1		stored since the last fold, which
+ *   INDEX objects_recent_retry		moves them into objects once they pass
+ *					an eighth of it (cache_fold(), where
+ *					cache.c says why).  A name is in one of
+ *					the two tables at most; readers query
+ *					both as one.
  *
  *   packs(checksum TEXT PRIMARY KEY,	pack trailer hash in hex
  *	   objects INTEGER NOT NULL) WITHOUT ROWID
@@ -113,9 +121,10 @@
  *       BEGIN IMMEDIATE transaction (re-checking inside it, since another
  *       process may be creating it at the same moment)
  *     otherwise they must be ours and CACHE_SCHEMA_VERSION, or version 1
- *       to 6, migrated in place (migrate_v1: a column and an index; then
+ *       to 7, migrated in place (migrate_v1: a column and an index; then
  *       migrate_add: the synthesized packs' tables, the ref names, the
- *       packs' entries in runs, the known pairs, the counts)
+ *       packs' entries in runs, the known pairs, the counts, the table
+ *       of recent rows)
  *   journal_mode=WAL, quick_check(1) when asked (CACHE_OPEN_CHECK_ALL),
  *     the set of schema objects, meta 'format', no meta 'damaged' (left
  *     by a cache_check() that failed), then synchronous=NORMAL and every
@@ -157,6 +166,32 @@
 	"(retry = 0 OR sha1 IS NULL))"
 #define RETRY_INDEX \
 	"CREATE INDEX objects_retry ON objects(sha256) WHERE retry = 1;"
+
+/* A table of rows: objects, and objects_recent alike. */
+#define OBJECTS_TABLE(name) \
+	"CREATE TABLE " name "(" \
+	"sha256 BLOB PRIMARY KEY NOT NULL, " \
+	"sha1 BLOB, " \
+	"type INTEGER NOT NULL, " \
+	"size256 INTEGER NOT NULL, " \
+	"size1 INTEGER, " \
+	"reason TEXT, " \
+	"retry INTEGER NOT NULL DEFAULT 0 " RETRY_CHECK ", " \
+	"CHECK (typeof(sha256) = 'blob' AND length(sha256) IN (20, 32)), " \
+	"CHECK (sha1 IS NULL OR (typeof(sha1) = 'blob' AND length(sha1) = 20)), " \
+	"CHECK (typeof(type) = 'integer' AND type BETWEEN 1 AND 4), " \
+	"CHECK (typeof(size256) = 'integer' AND size256 >= 0), " \
+	"CHECK (CASE WHEN sha1 IS NULL THEN size1 IS NULL " \
+	"ELSE typeof(size1) = 'integer' AND size1 >= 0 AND reason IS NULL END), " \
+	"CHECK (reason IS NULL OR typeof(reason) = 'text')" \
+	") WITHOUT ROWID;"
+
+/* The recent rows' table: the schema's, and version 7's migration. */
+#define RECENT_SCHEMA \
+	OBJECTS_TABLE("objects_recent") \
+	"CREATE INDEX objects_recent_sha1 ON objects_recent(sha1);" \
+	"CREATE INDEX objects_recent_retry ON objects_recent(sha256) " \
+	"WHERE retry = 1;"
 
 /* The synthesized packs' tables: the schema's, and version 2's migration. */
 #define PACK1_SCHEMA \
@@ -227,24 +262,10 @@ static const char schema_sql[] =
 	"CREATE TABLE meta("
 	"key TEXT PRIMARY KEY NOT NULL, "
 	"value TEXT NOT NULL) WITHOUT ROWID;"
-	"CREATE TABLE objects("
-	"sha256 BLOB PRIMARY KEY NOT NULL, "
-	"sha1 BLOB, "
-	"type INTEGER NOT NULL, "
-	"size256 INTEGER NOT NULL, "
-	"size1 INTEGER, "
-	"reason TEXT, "
-	"retry INTEGER NOT NULL DEFAULT 0 " RETRY_CHECK ", "
-	"CHECK (typeof(sha256) = 'blob' AND length(sha256) IN (20, 32)), "
-	"CHECK (sha1 IS NULL OR (typeof(sha1) = 'blob' AND length(sha1) = 20)), "
-	"CHECK (typeof(type) = 'integer' AND type BETWEEN 1 AND 4), "
-	"CHECK (typeof(size256) = 'integer' AND size256 >= 0), "
-	"CHECK (CASE WHEN sha1 IS NULL THEN size1 IS NULL "
-	"ELSE typeof(size1) = 'integer' AND size1 >= 0 AND reason IS NULL END), "
-	"CHECK (reason IS NULL OR typeof(reason) = 'text')"
-	") WITHOUT ROWID;"
+	OBJECTS_TABLE("objects")
 	CACHE_OBJECTS_SHA1_INDEX ";"
 	RETRY_INDEX
+	RECENT_SCHEMA
 	"CREATE TABLE packs("
 	"checksum TEXT PRIMARY KEY NOT NULL, "
 	"objects INTEGER NOT NULL, "
@@ -284,6 +305,9 @@ static const char *const schema_objects[][2] = {
 	{ "index", "known_sha1" },
 	{ "table", "meta" },
 	{ "table", "objects" },
+	{ "table", "objects_recent" },
+	{ "index", "objects_recent_retry" },
+	{ "index", "objects_recent_sha1" },
 	{ "index", "objects_retry" },
 	{ "index", "objects_sha1" },
 	{ "table", "pack1_chunks" },
@@ -582,8 +606,9 @@ fail:
  * the ref names (the next build fills it); 4 to 5 keeps pack entries in
  * runs, and drops the layouts; 5 to 6 adds the known pairs (a cache
  * built with a map names nothing the old way that this one would name
- * otherwise: its rows stay right).  One IMMEDIATE transaction, as
- * migrate_v1.
+ * otherwise: its rows stay right); 6 to 7 keeps the counts in meta;
+ * 7 to 8 adds the table of recent rows (empty: every row is already in
+ * objects).  One IMMEDIATE transaction, as migrate_v1.
  */
 static int migrate_add(struct cache *cache, int64_t from, const char *sql,
 		       struct buf *why)
@@ -772,6 +797,12 @@ static int check_file(struct cache *cache, struct buf *why)
 	if (version == 6) {
 		if ((ret = set_wal(cache, why)) ||
 		    (ret = migrate_add(cache, 6, COUNTS_MIGRATION, why)) ||
+		    (ret = read_header(cache, &app, &version, &tables, why)))
+			return ret;
+	}
+	if (version == 7) {
+		if ((ret = set_wal(cache, why)) ||
+		    (ret = migrate_add(cache, 7, RECENT_SCHEMA, why)) ||
 		    (ret = read_header(cache, &app, &version, &tables, why)))
 			return ret;
 	}

@@ -20,9 +20,11 @@ ok "a repository of $n objects"
 "$XL" -C "$R" --cache "$TRASH/clean.sqlite" export >"$TRASH/clean.tsv"
 
 # rows FILE: the objects a cache holds now, as a reader sees them
-# (committed batches only), or "?" when it cannot be read
+# (committed batches only, in either table of rows), or "?" when it
+# cannot be read
 rows() {
-	sqlite3 -readonly "$1" 'SELECT count(*) FROM objects' 2>/dev/null || echo "?"
+	sqlite3 -readonly "$1" 'SELECT (SELECT count(*) FROM objects) +
+		(SELECT count(*) FROM objects_recent)' 2>/dev/null || echo "?"
 }
 
 # Kill -9 a build once a fifth, half and four fifths of the objects are

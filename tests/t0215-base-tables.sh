@@ -23,9 +23,10 @@
 # pass by their never being taken).
 . "$(dirname "$0")/lib.sh"
 
-# dump CACHE: what a build stored, as text
+# dump CACHE: what a build stored, as text (rows from either table)
 dump() {
-	sqlite3 "$1" "SELECT hex(sha256), hex(sha1), type, size256, size1, reason FROM objects ORDER BY sha256;
+	sqlite3 "$1" "SELECT hex(sha256), hex(sha1), type, size256, size1, reason FROM objects
+		UNION ALL SELECT hex(sha256), hex(sha1), type, size256, size1, reason FROM objects_recent ORDER BY 1;
 		SELECT native, hex(checksum), objects, pack_size, idx_size FROM packs1 ORDER BY native;
 		SELECT key, hex(entries) FROM pack1_chunks ORDER BY key;
 		SELECT key, hex(data) FROM pack1_idx ORDER BY key;

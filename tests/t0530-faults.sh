@@ -145,7 +145,9 @@ else
 		sleep 0.001
 		kill -STOP "$pid"
 		sleep 0.3
-		got=$(sqlite3 -readonly "$R/xlatefs-cache.sqlite" 'SELECT count(*) FROM objects' 2>/dev/null || echo 0)
+		got=$(sqlite3 -readonly "$R/xlatefs-cache.sqlite" 'SELECT
+			(SELECT count(*) FROM objects) +
+			(SELECT count(*) FROM objects_recent)' 2>/dev/null || echo 0)
 		[ "$got" -gt 0 ] && break
 	done
 	kill -9 "$pid"

@@ -3637,6 +3637,10 @@ int xlate_build(struct repo *repo, struct cache *cache,
 	stats->secs_layout = seconds() - t1;
 	if (!ret)
 		ret = remember_ref_names(&b);
+	t = seconds();
+	if (!ret)
+		ret = cache_fold(cache, opts->fold, &stats->folded);
+	stats->secs_fold = seconds() - t;
 	/* a file upstream keeps: said, but not ours to fail a build over */
 	if (!ret && xlate_compat_update(repo, cache, stats->new_objects > 0 ||
 					stats->emptied, &stats->compat)) {

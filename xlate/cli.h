@@ -29,6 +29,7 @@ struct cli {
 	int built;		/* the cache was brought up to date */
 	int check_all;		/* check the whole cache file on open (verify) */
 	int threads;		/* build --threads; 0: one per online processor */
+	int fold;		/* build --fold */
 	struct xlate_pack1_stats pack1_stats;	/* the last build's layouts */
 };
 

@@ -54,13 +54,17 @@ int cmd_build(struct cli *cli, int argc, char **argv)
 			verbose = 1;
 			continue;
 		}
+		if (!strcmp(a, "--fold")) {
+			cli->fold = 1;
+			continue;
+		}
 		if (!strncmp(a, "--threads=", 10))
 			v = a + 10;
 		else if (!strcmp(a, "--threads") && i + 1 < argc)
 			v = argv[++i];
 		if (!v)
 			return cli_error(EXIT_USAGE,
-					 "usage: git xlate build [-v] [--threads N]");
+					 "usage: git xlate build [-v] [--threads N] [--fold]");
 		n = strtol(v, &end, 10);
 		if (!*v || *end || n < 1 || n > 64)
 			return cli_error(EXIT_USAGE, "--threads takes a number "
@@ -103,9 +107,14 @@ int cmd_build(struct cli *cli, int argc, char **argv)
 	}
 	if (verbose)
 		fprintf(stderr, "seconds: gather %.3f, classify %.3f, blobs %.3f, "
-			"trees/commits/tags %.3f, store %.3f, layout %.3f\n",
+			"trees/commits/tags %.3f, store %.3f, layout %.3f, "
+			"fold %.3f\n",
 			st.secs_gather, st.secs_classify, st.secs_blobs,
-			st.secs_walk, st.secs_store, st.secs_layout);
+			st.secs_walk, st.secs_store, st.secs_layout,
+			st.secs_fold);
+	if (verbose && st.folded)
+		fprintf(stderr, "recent rows: %llu folded into the big table\n",
+			(unsigned long long)st.folded);
 	if (verbose && st.spill_bytes)
 		fprintf(stderr, "kept for the layout: %.1f MB; SHA-1 packs: %llu "
 			"tree deltas, %llu of them made while naming\n",

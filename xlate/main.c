@@ -88,6 +88,7 @@ int cli_build(struct cli *cli, struct xlate_build_stats *stats)
 		.threads = cli->threads,
 		.unknown_headers = cli->unknown_headers,
 		.map = cli->map,
+		.fold = cli->fold,
 		.progress = isatty(2) ? xlate_progress_cb : NULL,
 		.progress_data = &p,
 	};

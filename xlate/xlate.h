@@ -172,6 +172,11 @@ struct xlate_build_opts {
 	 */
 	const struct xlate_pack1_opts *pack1;
 	struct xlate_pack1_stats *pack1_stats;
+	/*
+	 * Fold the recent rows into the big table at the end whatever
+	 * their share (cache_fold()); else only once it is due.
+	 */
+	int fold;
 };
 
 /*
@@ -233,9 +238,11 @@ struct xlate_build_stats {
 	uint64_t trees_against;		/* of those, against a reference */
 	int bulk;			/* the rows went in at the end, in name
 					   order (a big first build) */
+	uint64_t folded;		/* recent rows moved into the big table
+					   (cache_fold()); 0 if not due */
 	/* wall seconds spent in each phase (see build.c), for -v */
 	double secs_gather, secs_classify, secs_blobs, secs_walk,
-	       secs_store, secs_layout;
+	       secs_store, secs_layout, secs_fold;
 };
 
 /*

@@ -248,6 +248,21 @@ static void make_cache(const struct hash_algo *algo, uint64_t n)
 	cache_close(c);
 }
 
+/* The same, its rows then folded into the big table. */
+static void make_cache_folded(const struct hash_algo *algo, uint64_t n)
+{
+	struct cache *c;
+	uint64_t folded = 0;
+
+	make_cache(algo, n);
+	if (!(c = open_ok(algo, NULL)))
+		return;
+	CHECK_INT(cache_fold(c, 1, &folded), 0);
+	CHECK_INT(folded, n);
+	CHECK_INT(sql_int(db_path, "SELECT count(*) FROM objects"), n);
+	cache_close(c);
+}
+
 /*
  * After a bad file was found: exactly one warning naming the file, the
  * bad file kept beside as .corrupt, and a working empty cache in place.
@@ -1550,7 +1565,7 @@ TEST(concurrent_create)
 		}
 		pthread_barrier_destroy(&start);
 		CHECK(!exists_suffix(".corrupt"));
-		CHECK_INT(sql_int(db_path, "SELECT count(*) FROM objects"), 10);
+		CHECK_INT(sql_int(db_path, "SELECT count(*) FROM objects_recent"), 10);
 		scratch_end();
 	}
 }
@@ -1939,7 +1954,7 @@ static void check_migrated(int from, const char *drop)
 	uint64_t n, u;
 
 	scratch_begin();
-	make_cache(&hash_sha256, 50);
+	make_cache_folded(&hash_sha256, 50);
 	snprintf(sql_text, sizeof(sql_text), "%s PRAGMA user_version = %d;",
 		 drop, from);
 	sql(db_path, sql_text);
@@ -1957,6 +1972,7 @@ static void check_migrated(int from, const char *drop)
 		CHECK_INT(sql_int(db_path, "SELECT count(*) FROM pack1_chunks"), 0);
 		CHECK_INT(sql_int(db_path, "SELECT count(*) FROM ref_names"), 0);
 		CHECK_INT(sql_int(db_path, "SELECT count(*) FROM known"), 0);
+		CHECK_INT(sql_int(db_path, "SELECT count(*) FROM objects_recent"), 0);
 		cache_close(c);
 	}
 	scratch_end();
@@ -1969,10 +1985,16 @@ static void check_migrated(int from, const char *drop)
 	"hdr BLOB NOT NULL, sha256 BLOB, base BLOB, data BLOB, " \
 	"crc INTEGER NOT NULL, PRIMARY KEY (pack, offset)) WITHOUT ROWID;"
 
+/* Version 7 gains the table of recent rows. */
+TEST(migrate_from_version_7)
+{
+	check_migrated(7, "DROP TABLE objects_recent;");
+}
+
 /* Version 6 gains the counts in meta. */
 TEST(migrate_from_version_6)
 {
-	check_migrated(6, "DELETE FROM meta WHERE key IN ('objects', "
+	check_migrated(6, "DROP TABLE objects_recent; DELETE FROM meta WHERE key IN ('objects', "
 		       "'untranslatable');");
 }
 
@@ -2055,13 +2077,13 @@ out:
 /* Version 5 gains the known pairs' table. */
 TEST(migrate_from_version_5)
 {
-	check_migrated(5, "DROP TABLE known;");
+	check_migrated(5, "DROP TABLE objects_recent; DROP TABLE known;");
 }
 
 /* Version 2 gains the packs' tables and the ref names', and keeps its names. */
 TEST(migrate_from_version_2)
 {
-	check_migrated(2, "DROP TABLE packs1; DROP TABLE pack1_chunks; "
+	check_migrated(2, "DROP TABLE objects_recent; DROP TABLE packs1; DROP TABLE pack1_chunks; "
 		       "DROP TABLE pack1_idx; DROP TABLE ref_names; "
 		       "DROP TABLE known;");
 }
@@ -2069,7 +2091,7 @@ TEST(migrate_from_version_2)
 /* Version 3 gains the ref names' table. */
 TEST(migrate_from_version_3)
 {
-	check_migrated(3, "DROP TABLE ref_names; DROP TABLE pack1_chunks; "
+	check_migrated(3, "DROP TABLE objects_recent; DROP TABLE ref_names; DROP TABLE pack1_chunks; "
 		       "DROP TABLE known; " V4_PACK1_ENTRIES);
 }
 
@@ -2079,7 +2101,7 @@ TEST(migrate_from_version_3)
  */
 TEST(migrate_from_version_4)
 {
-	check_migrated(4, "DROP TABLE pack1_chunks; DROP TABLE known; "
+	check_migrated(4, "DROP TABLE objects_recent; DROP TABLE pack1_chunks; DROP TABLE known; "
 		       V4_PACK1_ENTRIES
 		       "INSERT INTO packs1(native, checksum, objects, pack_size, "
 		       "idx_size) VALUES ('x', zeroblob(20), 1, 40, 1100);"
@@ -2087,8 +2109,9 @@ TEST(migrate_from_version_4)
 		       "NULL, NULL, NULL, 0);"
 		       "INSERT INTO pack1_idx VALUES (4294967296, x'00');");
 	scratch_begin();
-	make_cache(&hash_sha256, 5);
-	sql(db_path, "DROP TABLE pack1_chunks; DROP TABLE known; " V4_PACK1_ENTRIES
+	make_cache_folded(&hash_sha256, 5);
+	sql(db_path, "DROP TABLE objects_recent; DROP TABLE pack1_chunks; "
+	    "DROP TABLE known; " V4_PACK1_ENTRIES
 	    "INSERT INTO packs1(native, checksum, objects, pack_size, idx_size) "
 	    "VALUES ('x', zeroblob(20), 1, 40, 1100); PRAGMA user_version = 4;");
 	{
@@ -2443,6 +2466,128 @@ out:
 	scratch_end();
 }
 
+/*
+ * New rows go to objects_recent, and fold into objects once they pass
+ * an eighth of it.  Readers see the two tables as one: lookups by
+ * either name, prefixes, walks in name order, counts.  A row put again
+ * is replaced where it is; a name in both tables is damage.
+ */
+TEST(recent_rows)
+{
+	struct feed_rows f = { .from = 5000, .bad = UINT64_MAX, .fail_at = -1 };
+	char hex[OID_HEXSZ_MAX + 1], found[OID_HEXSZ_MAX + 1], text[256];
+	struct cache_object obj, got, five;
+	struct cache *c = NULL;
+	uint64_t folded = 1, n, u;
+	struct walk w;
+
+	scratch_begin();
+	if (!(c = open_ok(&hash_sha256, NULL)))
+		goto out;
+	/* into an empty big table: always due */
+	CHECK_INT(cache_begin(c), 0);
+	CHECK_INT(put_range(c, 0, 800), 0);
+	CHECK_INT(cache_commit(c), 0);
+	CHECK_INT(sql_int(db_path, "SELECT count(*) FROM objects_recent"), 800);
+	CHECK_INT(cache_fold(c, 0, &folded), 0);
+	CHECK_INT(folded, 800);
+	CHECK_INT(sql_int(db_path, "SELECT count(*) FROM objects"), 800);
+	CHECK_INT(sql_int(db_path, "SELECT count(*) FROM objects_recent"), 0);
+	/* an eighth of it is not due yet; one more row is */
+	CHECK_INT(cache_begin(c), 0);
+	CHECK_INT(put_range(c, 800, 900), 0);
+	CHECK_INT(cache_fold(c, 0, &folded), XL_EINVALID);	/* in a batch */
+	CHECK_INT(cache_commit(c), 0);
+	CHECK_INT(cache_fold(c, 0, &folded), 0);
+	CHECK_INT(folded, 0);
+	CHECK_INT(sql_int(db_path, "SELECT count(*) FROM objects_recent"), 100);
+
+	/* both tables, as one */
+	CHECK_INT(has(c, 5), 1);
+	CHECK_INT(has(c, 850), 1);
+	CHECK_INT(has(c, 950), 0);
+	make_obj(&obj, 851);
+	CHECK_INT(cache_get_by_sha1(c, &obj.sha1, &got), 0);
+	CHECK(same_obj(&obj, &got));
+	memset(&w, 0, sizeof(w));
+	CHECK_INT(cache_for_each(c, 0, walk_fn, &w), 0);
+	CHECK_INT(w.n, 900);
+	CHECK_INT(w.out_of_order, 0);
+	memset(&w, 0, sizeof(w));
+	CHECK_INT(cache_for_each(c, 1, walk_fn, &w), 0);
+	CHECK_INT(w.n, 90);
+	CHECK_INT(w.out_of_order, 0);
+	check_counts(c, 900, 90, __LINE__);
+
+	/* put again: replaced in place, in either table, never doubled */
+	make_obj(&obj, 7);
+	fill_name(&obj.sha1, &hash_sha1, 7, 2);
+	obj.size1 = 20;
+	obj.reason = NULL;
+	CHECK_INT(cache_put(c, &obj), 0);
+	CHECK_INT(cache_get(c, &obj.sha256, &got), 0);
+	CHECK(same_obj(&obj, &got));
+	make_obj(&obj, 857);
+	fill_name(&obj.sha1, &hash_sha1, 857, 2);
+	obj.size1 = 21;
+	obj.reason = NULL;
+	CHECK_INT(cache_put(c, &obj), 0);
+	CHECK_INT(cache_get(c, &obj.sha256, &got), 0);
+	CHECK(same_obj(&obj, &got));
+	CHECK_INT(sql_int(db_path, "SELECT count(*) FROM objects"), 800);
+	CHECK_INT(sql_int(db_path, "SELECT count(*) FROM objects_recent"), 100);
+	check_counts(c, 900, 88, __LINE__);
+
+	/* a prefix that a row of each table shares is ambiguous */
+	make_obj(&five, 5);
+	oid_to_hex_r(hex, &five.sha256);
+	memset(&obj, 0, sizeof(obj));
+	obj.sha256 = five.sha256;
+	obj.sha256.hash[31] ^= 1;
+	obj.type = OBJ_BLOB;
+	obj.size256 = 1;
+	obj.reason = "for the test";
+	CHECK_INT(cache_put(c, &obj), 0);
+	hex[12] = '\0';
+	CHECK_INT(prefix(c, &hash_sha256, hex, NULL), XL_EAMBIGUOUS);
+	oid_to_hex_r(hex, &five.sha256);
+	CHECK_INT(prefix(c, &hash_sha256, hex, found), 0);
+	CHECK(!strcmp(found, hex));
+	/* so is a SHA-1 name that a row of each holds: a collision */
+	make_obj(&obj, 9000);
+	obj.sha1 = five.sha1;
+	CHECK_INT(cache_put(c, &obj), 0);
+	CHECK_INT(cache_get_by_sha1(c, &five.sha1, &got), XL_EAMBIGUOUS);
+
+	/* all at once is for a first build: not over recent rows */
+	CHECK_INT(cache_begin(c), 0);
+	CHECK_INT(cache_put_all(c, 30, feed_row, &f), XL_EINVALID);
+	cache_rollback(c);
+
+	/* forced: everything in the big table, nothing else changed */
+	CHECK_INT(cache_fold(c, 1, &folded), 0);
+	CHECK_INT(folded, 102);
+	CHECK_INT(sql_int(db_path, "SELECT count(*) FROM objects_recent"), 0);
+	CHECK_INT(cache_count(c, &n, &u), 0);
+	CHECK_INT(n, 902);
+	check_counts(c, 902, 89, __LINE__);
+	CHECK_INT(has(c, 850), 1);
+	CHECK_INT(cache_fold(c, 1, &folded), 0);
+	CHECK_INT(folded, 0);
+	CHECK(quick_check_ok(db_path));
+
+	/* one name in both tables: damage, not a choice */
+	oid_to_hex_r(hex, &five.sha256);
+	snprintf(text, sizeof(text), "INSERT INTO objects_recent SELECT * "
+		 "FROM objects WHERE sha256 = x'%s'", hex);
+	sql(db_path, text);
+	CHECK_INT(cache_get(c, &five.sha256, &got), XL_ECORRUPT);
+	CHECK(got.sha256.algo == NULL);
+out:
+	cache_close(c);
+	scratch_end();
+}
+
 const struct test tests[] = {
 	T(open_creates_schema),
 	T(put_get_both_names),
@@ -2461,6 +2606,7 @@ const struct test tests[] = {
 	T(corrupt_truncated),
 	T(corrupt_found_by_check),
 	T(counts_follow_rows),
+	T(migrate_from_version_7),
 	T(migrate_from_version_6),
 	T(corrupt_foreign_application),
 	T(corrupt_future_version),
@@ -2468,6 +2614,7 @@ const struct test tests[] = {
 	T(pack1_runs),
 	T(ref_names),
 	T(put_all),
+	T(recent_rows),
 	T(migrate_from_version_4),
 	T(migrate_from_version_3),
 	T(migrate_from_version_2),
