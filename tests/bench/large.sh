@@ -17,7 +17,11 @@
 #     (until the mount point is there), median of XL_BENCH_RUNS;
 #   - incremental: a real fetch of about 10,000 new objects (the pack
 #     it leaves): git xlate build against git index-pack on that pack
-#     alone, medians.
+#     alone, medians;
+#   - the fold those builds put off: a build moves the recent rows into
+#     the big table once they pass an eighth of it, timed on a copy of
+#     the cache with an eighth of its rows put back among the recent
+#     ones (needs sqlite3), and its share per fetch.
 #
 # XL_BENCH_RUNS defaults to 3 here.  Exits 0 whatever the figures.
 
@@ -118,6 +122,8 @@ while [ $i -lt "$runs" ]; do
 	echo "$s $e" | awk '{ printf "%.3f\n", $2 - $1 }' >>"$tmp/t.inc.git"
 	cp "$cache" "$tmp/i.sqlite"
 	rm -f "$tmp/i.sqlite-wal" "$tmp/i.sqlite-shm"
+	# the copy's writeback is not the build's work: out of its time
+	sync
 	s=$(now)
 	"$XL" -C "$inc" --cache "$tmp/i.sqlite" build
 	e=$(now)
@@ -130,3 +136,39 @@ echo "incremental build after a fetch of $newobj objects into $nobj ($runs runs 
 echo "  git index-pack (the new pack alone)   median $mg s  (runs: $(tr '\n' ' ' <"$tmp/t.inc.git"))"
 echo "  git xlate build (the cache of the rest) median $mx s  (runs: $(tr '\n' ' ' <"$tmp/t.inc.xl"))"
 echo "  ratio xlate/index-pack                $(echo "$mx $mg" | awk '{ if ($2 > 0) printf "%.2f", $1 / $2; else print "n/a" }')"
+
+# ---- the fold: what builds after a fetch put off ---------------------------------
+# Their rows wait in the table of recent rows; the build that takes
+# them past an eighth of the big table moves them all into it, in name
+# order.  That build is timed here with nothing else to do: on a copy
+# of the cache whose rows are an eighth recent (what some twelve such
+# fetches leave), `build --fold`.
+if command -v sqlite3 >/dev/null 2>&1; then
+	cp "$cache" "$tmp/f.sqlite"
+	sqlite3 "$tmp/f.sqlite" "BEGIN;
+		INSERT INTO objects_recent SELECT * FROM objects WHERE abs(random()) % 9 = 0;
+		DELETE FROM objects WHERE sha256 IN (SELECT sha256 FROM objects_recent);
+		COMMIT; VACUUM;" >/dev/null
+	nrecent=$(sqlite3 "$tmp/f.sqlite" 'SELECT count(*) FROM objects_recent')
+	: >"$tmp/t.fold"
+	i=0
+	while [ $i -lt "$runs" ]; do
+		cp "$tmp/f.sqlite" "$tmp/g.sqlite"
+		rm -f "$tmp/g.sqlite-wal" "$tmp/g.sqlite-shm"
+		sync
+		s=$(now)
+		"$XL" -C "$repo" --cache "$tmp/g.sqlite" build --fold
+		e=$(now)
+		echo "$s $e" | awk '{ printf "%.3f\n", $2 - $1 }' >>"$tmp/t.fold"
+		i=$((i + 1))
+	done
+	[ "$(sqlite3 "$tmp/g.sqlite" 'SELECT count(*) FROM objects_recent')" = 0 ] ||
+		die "build --fold left recent rows"
+	mf=$(median "$tmp/t.fold")
+	echo "the fold of $nrecent recent rows into the big table ($runs runs; no stock-git counterpart)"
+	echo "  git xlate build --fold                median $mf s  (runs: $(tr '\n' ' ' <"$tmp/t.fold"))"
+	echo "  its share per fetch of $newobj objects   $(echo "$mf $newobj $nrecent" | awk '{ printf "%.3f", $1 * $2 / $3 }') s"
+	echo "  build after the fetch with that share  $(echo "$mx $mf $newobj $nrecent $mg" | awk '{ t = $1 + $2 * $3 / $4; printf "%.3f s, ratio %.2f", t, $5 > 0 ? t / $5 : 0 }')"
+else
+	echo "the fold: skipped (no sqlite3)"
+fi
