@@ -168,7 +168,7 @@ if command -v sqlite3 >/dev/null 2>&1; then
 	echo "the fold of $nrecent recent rows into the big table ($runs runs; no stock-git counterpart)"
 	echo "  git xlate build --fold                median $mf s  (runs: $(tr '\n' ' ' <"$tmp/t.fold"))"
 	echo "  its share per fetch of $newobj objects   $(echo "$mf $newobj $nrecent" | awk '{ printf "%.3f", $1 * $2 / $3 }') s"
-	echo "  build after the fetch with that share  $(echo "$mx $mf $newobj $nrecent $mg" | awk '{ t = $1 + $2 * $3 / $4; printf "%.3f s, ratio %.2f", t, $5 > 0 ? t / $5 : 0 }')"
+	echo "  build after the fetch with that share  $(echo "$mx $mf $newobj $nrecent $mg" | awk '{ t = $1 + $2 * $3 / $4; r = $5 > 0 ? t / $5 : 0; printf "%.3f s, ratio %.2f", t, r }')"
 else
 	echo "the fold: skipped (no sqlite3)"
 fi
