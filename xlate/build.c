@@ -436,8 +436,10 @@ struct form_slot {
 					   (ODB_NO_PLACE: none) */
 	size_t at, len, len1;		/* in the arena: SHA-1 form, then the
 					   tree's own, then its index's entry
-					   starts (nr + 1 of them) */
+					   starts (nr + 1 of them), then the
+					   SHA-1 form's hash marks */
 	size_t nr;			/* its index (struct xlate_tree_ix) */
+	size_t nmarks;			/* its hash marks (hash_sha1_marked()) */
 	uint8_t sorted, has_gitlink;
 	atomic_uchar ready;		/* its bytes are in the arena */
 	atomic_uint pins;		/* walkers copying them in or out: taken
@@ -924,15 +926,18 @@ static int oldest_in(const struct formcache *fc, size_t from, size_t len)
 
 /*
  * Keep copies of both forms of the tree stored at (pack, offset), with
- * where its delta chain goes (anc) and its index (ix, of form256), so
- * that a tree converted against it need not parse it again.
+ * where its delta chain goes (anc), its index (ix, of form256) and the
+ * marks of its SHA-1 form's hash, so that a tree converted against it
+ * need not parse it again, nor hash what the two share.
  */
 static void forms_put(struct formcache *fc, const void *pack, uint64_t offset,
 		      const uint64_t *anc, const struct buf *form256,
-		      const struct buf *form1, const struct xlate_tree_ix *ix)
+		      const struct buf *form1, const struct xlate_tree_ix *ix,
+		      const struct hash_marks *marks)
 {
 	size_t ix_len = (ix->nr + 1) * sizeof(*ix->at);
-	size_t len = form256->len + form1->len + ix_len;
+	size_t marks_len = marks->nr * sizeof(*marks->state);
+	size_t len = form256->len + form1->len + ix_len + marks_len;
 	struct form_slot *f;
 	uint32_t k;
 
@@ -965,6 +970,7 @@ static void forms_put(struct formcache *fc, const void *pack, uint64_t offset,
 	f->len = len;
 	f->len1 = form1->len;
 	f->nr = ix->nr;
+	f->nmarks = marks->nr;
 	f->sorted = (uint8_t)ix->sorted;
 	f->has_gitlink = (uint8_t)ix->has_gitlink;
 	atomic_store_explicit(&f->ready, 0, memory_order_relaxed);
@@ -991,6 +997,9 @@ static void forms_put(struct formcache *fc, const void *pack, uint64_t offset,
 		memcpy(at, form1->buf, form1->len);
 		memcpy(at + form1->len, form256->buf, form256->len);
 		memcpy(at + form1->len + form256->len, ix->at, ix_len);
+		if (marks_len)
+			memcpy(at + form1->len + form256->len + ix_len,
+			       marks->state, marks_len);
 	}
 	atomic_store_explicit(&f->ready, 1, memory_order_release);
 	atomic_fetch_sub_explicit(&f->pins, 1, memory_order_release);
@@ -1002,8 +1011,8 @@ out:
 /*
  * A reference for the tree stored at (pack, offset), whose delta chain
  * goes on through anc: copies of both forms of a tree named lately that
- * lists mostly the same entries, into out256 and out1, and of its index
- * into ix (of out256).  The nearest
+ * lists mostly the same entries, into out256 and out1, of its index
+ * into ix (of out256), and of its SHA-1 form's marks.  The nearest
  * named tree along its delta chain, either way: pack-objects deltifies
  * older versions of a directory against newer ones and fast-import the
  * other way round, the walk names newer first, and walkers on other
@@ -1013,13 +1022,15 @@ out:
 static int forms_get_ref(struct formcache *fc, const void *pack,
 			 uint64_t offset, const uint64_t *anc,
 			 struct buf *out256, struct buf *out1,
-			 struct xlate_tree_ix *ix, int *is_base)
+			 struct xlate_tree_ix *ix, struct hash_marks *marks,
+			 int *is_base)
 {
 	struct form_slot *f = NULL;
 	int ret = XL_ENOTFOUND;
 
 	buf_reset(out256);
 	buf_reset(out1);
+	marks->nr = 0;
 	*is_base = 0;
 	pthread_mutex_lock(&fc->lock);
 	for (int d = 0; d < FORMS_ANC && !f; d++) {
@@ -1038,13 +1049,28 @@ static int forms_get_ref(struct formcache *fc, const void *pack,
 	if (f) {
 		const char *at = fc->arena + f->at;
 		size_t ix_len = (f->nr + 1) * sizeof(*ix->at);
-		size_t len256 = f->len - f->len1 - ix_len;
+		size_t marks_len = f->nmarks * sizeof(*marks->state);
+		size_t len256 = f->len - f->len1 - ix_len - marks_len;
 
 		ret = buf_add(out1, at, f->len1) ?:
 		      buf_add(out256, at + f->len1, len256) ?:
 		      ARRAY_GROW(ix->at, f->nr, ix->alloc, 256);
+		if (!ret && marks->alloc < f->nmarks) {
+			void *grown = realloc(marks->state, marks_len);
+
+			if (grown) {
+				marks->state = grown;
+				marks->alloc = f->nmarks;
+			} else {
+				ret = XL_ENOMEM;
+			}
+		}
 		if (!ret) {
 			memcpy(ix->at, at + f->len1 + len256, ix_len);
+			if (marks_len)
+				memcpy(marks->state, at + f->len1 + len256 + ix_len,
+				       marks_len);
+			marks->nr = f->nmarks;
 			ix->buf = out256->buf;
 			ix->len = out256->len;
 			ix->nr = f->nr;
@@ -1224,6 +1250,8 @@ struct walker {
 	struct xlate_tree_ix ref_ix, base_ix;
 	struct xlate_tree_ix conv_ix;	/* the tree's own, when converted
 					   against ref (conv_ix_for: 1 + i) */
+	/* the SHA-1 forms' hash marks: the tree's, and ref's */
+	struct hash_marks marks, ref_marks;
 	uint32_t conv_ix_for;
 	uint32_t *deps;			/* collect_dep(): entries to wait on */
 	size_t ndeps, alloc_deps;
@@ -2457,7 +2485,7 @@ static const struct buf *spill_payload(struct walker *w, uint32_t i,
 	     !xlate_tree_ix_build(&w->conv_ix, repo_algo(b->repo), content->buf,
 				  content->len)))
 		forms_put(&b->forms, w->place.pack, w->place.offset, w->anc,
-			  content, &w->conv, &w->conv_ix);
+			  content, &w->conv, &w->conv_ix, &w->marks);
 	err_clear();
 	if (w->has_ref && w->ref_is_base && w->s->nodes[i].has_gitlink)
 		ret = xlate_tree_delta(&w->ref1, &w->conv, &w->delta);
@@ -2508,7 +2536,8 @@ static void ref_prepare(struct walker *w, uint32_t i, const struct oid *oid)
 			w->anc[d] = ODB_NO_PLACE;
 	err_clear();
 	if (forms_get_ref(&w->b->forms, w->place.pack, w->place.offset, w->anc,
-			  &w->ref256, &w->ref1, &w->ref_ix, &w->ref_is_base))
+			  &w->ref256, &w->ref1, &w->ref_ix, &w->ref_marks,
+			  &w->ref_is_base))
 		return;
 	w->ref_ix.rawsz = algo->rawsz;
 	if (algo->rawsz < 20 ||
@@ -2528,9 +2557,22 @@ static int walk_named(struct walker *w, uint32_t i, const struct buf *content)
 	int ret, is_delta;
 
 	entry_oid(b, i, &oid);
+	/*
+	 * A tree is hashed from where it parts from its reference (when
+	 * the two are as long, as after a changed file), and leaves its
+	 * own marks for the next one (spill_payload() keeps them).
+	 */
+	if (e->type == OBJ_TREE && b->forms.slot) {
+		if ((ret = hash_sha1_marked("tree", w->conv.buf, w->conv.len,
+					    w->has_ref ? w->ref1.buf : NULL,
+					    w->ref1.len, &w->ref_marks,
+					    &w->marks, &sha1)))
+			return ret;
+	} else {
+		hash_object(&hash_sha1, type_name((enum obj_type)e->type),
+			    w->conv.buf, w->conv.len, &sha1);
+	}
 	payload = spill_payload(w, i, &oid, content, &is_delta);
-	hash_object(&hash_sha1, type_name((enum obj_type)e->type), w->conv.buf,
-		    w->conv.len, &sha1);
 	pthread_mutex_lock(&b->names_lock);
 	memcpy(e->sha1, sha1.hash, 20);	/* unpublished: nobody reads it yet */
 	e->size1 = w->conv.len;
@@ -2747,6 +2789,7 @@ static int walker_init(struct walker *w, struct build *b, struct sched *s)
 	xlate_tree_ix_init(&w->ref_ix);
 	xlate_tree_ix_init(&w->base_ix);
 	xlate_tree_ix_init(&w->conv_ix);
+	w->marks = w->ref_marks = (struct hash_marks)HASH_MARKS_INIT;
 	buf_init(&w->delta);
 	buf_init(&w->rec);
 	/* a miss on an all-zero slot key is harmless: no name is all zeros */
@@ -2766,6 +2809,8 @@ static void walker_release(struct walker *w)
 	xlate_tree_ix_release(&w->ref_ix);
 	xlate_tree_ix_release(&w->base_ix);
 	xlate_tree_ix_release(&w->conv_ix);
+	hash_marks_release(&w->marks);
+	hash_marks_release(&w->ref_marks);
 	buf_release(&w->delta);
 	buf_release(&w->rec);
 
