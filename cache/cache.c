@@ -1053,11 +1053,12 @@ int cache_put_all(struct cache *cache, size_t nr, cache_row_fn row,
 static int count_get(struct cache *cache, const char *key, uint64_t *out);
 static int counts_redo(struct cache *cache, uint64_t *objects,
 		       uint64_t *untranslatable);
+static int mark_damaged(struct cache *cache, const char *why);
 
 int cache_fold(struct cache *cache, int force, uint64_t *folded)
 {
 	uint64_t recent = 0, objects = 0, untranslatable = 0;
-	int ret;
+	int ret, damaged = 0;
 
 	*folded = 0;
 	if ((ret = lock(cache)))
@@ -1080,8 +1081,13 @@ int cache_fold(struct cache *cache, int force, uint64_t *folded)
 	if (!recent || (!force && objects > recent &&
 			recent <= (objects - recent) / FOLD_SHARE))
 		goto fail;	/* nothing to do: ends the transaction */
-	if ((ret = run(cache, ST_FOLD, "folding recent rows")) ||
-	    (ret = run(cache, ST_CLEAR_RECENT, "folding recent rows")) ||
+	if ((ret = run(cache, ST_FOLD, "folding recent rows"))) {
+		/* only a hand that is not ours puts a name in both tables */
+		damaged = (sqlite3_extended_errcode(cache->db) & 0xff) ==
+			  SQLITE_CONSTRAINT;
+		goto fail;
+	}
+	if ((ret = run(cache, ST_CLEAR_RECENT, "folding recent rows")) ||
 	    (ret = run(cache, ST_COMMIT, "folding recent rows")))
 		goto fail;
 	*folded = recent;
@@ -1089,6 +1095,9 @@ int cache_fold(struct cache *cache, int force, uint64_t *folded)
 fail:
 	if (!sqlite3_get_autocommit(cache->db))
 		run(cache, ST_ROLLBACK, "rolling back");
+	if (damaged)
+		ret = mark_damaged(cache, "a name in both objects and "
+				   "objects_recent");
 out:
 	unlock(cache);
 	return ret;
@@ -1830,6 +1839,26 @@ int cache_meta_put(struct cache *cache, const char *key, const char *value)
 
 /* ---- the whole file ------------------------------------------------ */
 
+/*
+ * Mark the file damaged (caller holds the lock, outside a transaction):
+ * the next cache_open() sets it aside and starts afresh.  Returns
+ * XL_ECORRUPT, saying so.
+ */
+static int mark_damaged(struct cache *cache, const char *why)
+{
+	sqlite3_stmt *put = cache->stmt[ST_META_PUT];
+
+	/* a write into a damaged file may fail too: then say so */
+	sqlite3_bind_text(put, 1, "damaged", -1, SQLITE_STATIC);
+	sqlite3_bind_text(put, 2, why, -1, SQLITE_STATIC);
+	if (run(cache, ST_META_PUT, "marking it damaged"))
+		return err_set(XL_ECORRUPT, "cache %s is damaged (%s), and "
+			       "marking it so failed (%s): remove it",
+			       cache->path, why, err_msg());
+	return err_set(XL_ECORRUPT, "cache %s is damaged (%s); the next open "
+		       "sets it aside and starts afresh", cache->path, why);
+}
+
 /* sqlite's progress handler: nonzero stops the statement. */
 static int check_cancelled(void *data)
 {
@@ -1854,21 +1883,8 @@ int cache_check(struct cache *cache, const atomic_int *cancel)
 	ret = cache_quick_check(cache, &why);
 	if (cancel)
 		sqlite3_progress_handler(cache->db, 0, NULL, NULL);
-	if (ret == 1) {
-		sqlite3_stmt *put = cache->stmt[ST_META_PUT];
-
-		/* a write into a damaged file may fail too: then say so */
-		sqlite3_bind_text(put, 1, "damaged", -1, SQLITE_STATIC);
-		sqlite3_bind_text(put, 2, why.buf, -1, SQLITE_STATIC);
-		if (run(cache, ST_META_PUT, "marking it damaged"))
-			ret = err_set(XL_ECORRUPT, "cache %s is damaged (%s), and "
-				      "marking it so failed (%s): remove it",
-				      cache->path, why.buf, err_msg());
-		else
-			ret = err_set(XL_ECORRUPT, "cache %s is damaged (%s); the "
-				      "next open sets it aside and starts afresh",
-				      cache->path, why.buf);
-	}
+	if (ret == 1)
+		ret = mark_damaged(cache, why.buf);
 	buf_release(&why);
 	unlock(cache);
 	return ret;

@@ -2583,6 +2583,18 @@ TEST(recent_rows)
 	sql(db_path, text);
 	CHECK_INT(cache_get(c, &five.sha256, &got), XL_ECORRUPT);
 	CHECK(got.sha256.algo == NULL);
+	/* a fold meets it, and marks the file: the next open starts afresh */
+	CHECK_INT(cache_fold(c, 1, &folded), XL_ECORRUPT);
+	CHECK(strstr(err_msg(), "starts afresh") != NULL);
+	CHECK_INT(folded, 0);
+	cache_close(c);
+	{
+		struct warnings warned = { 0 };
+
+		c = open_ok(&hash_sha256, &warned);
+		check_replaced(c, &warned);
+		CHECK(strstr(warned.last, "a name in both") != NULL);
+	}
 out:
 	cache_close(c);
 	scratch_end();
