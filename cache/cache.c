@@ -1038,15 +1038,16 @@ int cache_put_all(struct cache *cache, size_t nr, cache_row_fn row,
 /*
  * Why two tables.  A build after a fetch stores a few thousand rows
  * among a million: each lands on its own leaf page of the table and of
- * its sha1 index, so a commit of 6,300 rows wrote 12,600 pages (50 MB,
+ * its sha1 index, so a commit of 6,307 rows wrote 12,600 pages (50 MB,
  * then as much again at the checkpoint), and the store took 0.18 s of
  * a 0.74 s build.  Into a table of their own, the same rows dirty a few
- * hundred pages: 0.006 s, and the build took 0.48 s.  The price is a
+ * hundred pages: 0.006 s, and the build takes 0.545 s.  The price is a
  * second descent per lookup (of a small table, in memory) and the fold,
  * which moves objects_recent's rows into objects in name order once
  * they pass an eighth of it: each row is then written into the big
  * table once, with neighbours that share its pages, instead of a page
- * each.
+ * each: 1.3-1.5 s for 115,000 rows into a million, 11-13 us a row
+ * against 27 us.
  */
 #define FOLD_SHARE 8
 
@@ -1055,10 +1056,33 @@ static int counts_redo(struct cache *cache, uint64_t *objects,
 		       uint64_t *untranslatable);
 static int mark_damaged(struct cache *cache, const char *why);
 
+/*
+ * Are the recent rows due to be folded (caller holds the lock)?  *recent
+ * says how many there are.
+ */
+static int fold_due(struct cache *cache, int force, uint64_t *recent,
+		    int *due)
+{
+	uint64_t objects = 0, untranslatable = 0;
+	int ret;
+
+	*due = 0;
+	if ((ret = recent_count(cache, recent)))
+		return ret;
+	/* a count lost or broken is made again */
+	if ((ret = count_get(cache, "objects", &objects)) == XL_ENOTFOUND)
+		ret = counts_redo(cache, &objects, &untranslatable);
+	/* objects counts both tables */
+	*due = !ret && *recent &&
+	       (force || objects <= *recent ||
+		*recent > (objects - *recent) / FOLD_SHARE);
+	return ret;
+}
+
 int cache_fold(struct cache *cache, int force, uint64_t *folded)
 {
-	uint64_t recent = 0, objects = 0, untranslatable = 0;
-	int ret, damaged = 0;
+	uint64_t recent = 0;
+	int ret, due, damaged = 0;
 
 	*folded = 0;
 	if ((ret = lock(cache)))
@@ -1068,19 +1092,14 @@ int cache_fold(struct cache *cache, int force, uint64_t *folded)
 		return err_set(XL_EINVALID, "cache %s: folding inside a batch",
 			       cache->path);
 	}
+	/* asked without the write lock, which most builds then need not take */
+	if ((ret = fold_due(cache, force, &recent, &due)) || !due)
+		goto out;
 	if ((ret = run(cache, ST_BEGIN, "folding recent rows")))
 		goto out;
-	if ((ret = recent_count(cache, &recent)))
-		goto fail;
-	/* a count lost or broken is made again (within this transaction) */
-	if ((ret = count_get(cache, "objects", &objects)) == XL_ENOTFOUND)
-		ret = counts_redo(cache, &objects, &untranslatable);
-	if (ret)
-		goto fail;
-	/* objects counts both tables */
-	if (!recent || (!force && objects > recent &&
-			recent <= (objects - recent) / FOLD_SHARE))
-		goto fail;	/* nothing to do: ends the transaction */
+	/* and again under it: another build may have folded meanwhile */
+	if ((ret = fold_due(cache, force, &recent, &due)) || !due)
+		goto fail;	/* ends the transaction */
 	if ((ret = run(cache, ST_FOLD, "folding recent rows"))) {
 		/* only a hand that is not ours puts a name in both tables */
 		damaged = (sqlite3_extended_errcode(cache->db) & 0xff) ==
