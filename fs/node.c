@@ -940,6 +940,45 @@ static int list_loose(struct xfs *xfs, const struct node *dir,
 	return ret;
 }
 
+/*
+ * objects/: its fan-out directories.  In Git's own views only those that
+ * hold a loose object, when the snapshot can say, as Git leaves them
+ * after gc: a local clone walks every directory it finds, and 256 empty
+ * ones cost it a FUSE round trip or four each.  Any of the 256 can still
+ * be looked up (node_lookup()), and lists what is there.
+ */
+static int list_fanouts(struct xfs *xfs, const struct node *dir,
+			struct dir_listing *l)
+{
+	unsigned char used[256];
+	int ret = 0;
+
+	memset(used, 1, sizeof(used));
+	if (view_is_loose(dir->view)) {
+		enum xfs_git git = dir->view == XFS_LOOSE1 ? XFS_GIT1 : XFS_GIT256;
+		struct packsnap *snap = packsnap_get(xfs);
+
+		if (!snap)
+			return EIO;
+		if (snap->loose_ok[git]) {
+			memset(used, 0, sizeof(used));
+			for (size_t i = 0; i < snap->nr_loose[git]; i++)
+				used[snap->loose[git][i].hash[0]] = 1;
+		}
+		packsnap_put(snap);
+	}
+	for (unsigned b = 0; b < 256 && !ret; b++) {
+		char name[3];
+
+		if (!used[b])
+			continue;
+		snprintf(name, sizeof(name), "%02x", b);
+		ret = dir_listing_add(l, name, 2, FANOUT_BASE + dir->view * 256u + b,
+				      S_IFDIR);
+	}
+	return ret;
+}
+
 static int list_packs(struct xfs *xfs, enum xfs_git git, struct dir_listing *l)
 {
 	struct packsnap *snap = packsnap_get(xfs);
@@ -990,17 +1029,8 @@ int node_list(struct xfs *xfs, const struct node *dir, struct dir_listing *l)
 			goto fail;
 		if (dir->dir == DIR_PACK && (ret = list_packs(xfs, dir->git, l)))
 			goto fail;
-		if (dir->dir == DIR_OBJECTS) {
-			for (unsigned b = 0; b < 256; b++) {
-				char name[3];
-
-				snprintf(name, sizeof(name), "%02x", b);
-				if ((ret = dir_listing_add(l, name, 2,
-						   FANOUT_BASE + dir->view * 256u + b,
-						   S_IFDIR)))
-					goto fail;
-			}
-		}
+		if (dir->dir == DIR_OBJECTS && (ret = list_fanouts(xfs, dir, l)))
+			goto fail;
 		return 0;
 	case NODE_FANOUT: {
 		struct repo_ref *repo = xfs_repo_get(xfs);

@@ -148,12 +148,22 @@ for view in raw1:objects-sha1:want1:$M raw256:objects-sha256:want256:$M \
 		"$TRASH/got.$v" "$TRASH/$want"
 done
 
+# the fan-out directories listed are those that hold loose objects
+want_xx=$(awk -F'\t' '$2 != "-" { print substr($2, 1, 2) }' "$TRASH/export.tsv" | sort -u | tr '\n' ' ')
+got_xx=$(ls "$ML/sha1/objects" | grep '^..$' | tr '\n' ' ')
+[ -n "$want_xx" ] && [ "$got_xx" = "$want_xx" ] &&
+	ok "loose: sha1/objects lists the $(echo $want_xx | wc -w) fan-out directories its objects are in" ||
+	not_ok "loose: sha1/objects lists the fan-out directories its objects are in (got $(echo $got_xx | wc -w), want $(echo $want_xx | wc -w))"
+
 xl_umount "$ML"
 
 # on the packed mount, objects live in packs: no loose file is listed,
-# and one asked for by name is still there
+# nor a fan-out directory (as Git leaves objects/ after gc: a local
+# clone walks every one), and one asked for by name is still there
 expect "packed: sha1/objects and sha256/objects list no loose object" \
 	test -z "$(find "$M/sha1/objects" "$M/sha256/objects" -path '*/objects/??/*' | head -1)"
+expect "packed: sha1/objects and sha256/objects list only info and pack" \
+	test "$(ls "$M/sha1/objects" | tr '\n' ' ')$(ls "$M/sha256/objects" | tr '\n' ' ')" = "info pack info pack "
 c1=$(git --git-dir="$T/sha1-packed.git" rev-parse HEAD)
 expect "packed: a loose path by name still reads" \
 	sh -c "python3 -c 'import sys, zlib; sys.stdout.buffer.write(zlib.decompress(open(sys.argv[1], \"rb\").read()))' '$M/sha1/objects/${c1:0:2}/${c1:2}' | grep -q '^commit '"
