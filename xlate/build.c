@@ -3682,8 +3682,12 @@ int xlate_build(struct repo *repo, struct cache *cache,
 	stats->secs_layout = seconds() - t1;
 	if (!ret)
 		ret = remember_ref_names(&b);
+	/*
+	 * The recent rows grow only by what a build stores, so one that
+	 * stored nothing need not count them (a count is a scan of them).
+	 */
 	t = seconds();
-	if (!ret)
+	if (!ret && (opts->fold || stats->new_objects > 0))
 		ret = cache_fold(cache, opts->fold, &stats->folded);
 	stats->secs_fold = seconds() - t;
 	/* a file upstream keeps: said, but not ours to fail a build over */
