@@ -234,6 +234,8 @@ struct hash_marks {
 	size_t nr, alloc;
 };
 #define HASH_MARKS_INIT { NULL, 0, 0 }
+/* Room for n marks (nr unchanged).  Returns 0 or XL_ENOMEM. */
+int hash_marks_reserve(struct hash_marks *m, size_t n);
 void hash_marks_release(struct hash_marks *m);
 
 /*

@@ -149,6 +149,19 @@ int hash_object(const struct hash_algo *algo, const char *type,
  */
 _Static_assert(HASH_MARK_STRIDE % 64 == 0, "marks fall on SHA-1 blocks");
 
+int hash_marks_reserve(struct hash_marks *m, size_t n)
+{
+	void *grown;
+
+	if (m->alloc >= n)
+		return 0;
+	if (!(grown = realloc(m->state, n * sizeof(*m->state))))
+		return err_set(XL_ENOMEM, "out of memory (hash marks)");
+	m->state = grown;
+	m->alloc = n;
+	return 0;
+}
+
 void hash_marks_release(struct hash_marks *m)
 {
 	free(m->state);
@@ -186,16 +199,11 @@ int hash_sha1_marked(const char *type, const void *content, size_t len,
 	size_t hlen = (size_t)snprintf(hdr, sizeof(hdr), "%s %zu", type, len) + 1;
 	size_t total = hlen + len, want = total / HASH_MARK_STRIDE, pos = 0;
 	SHA_CTX c;
+	int ret;
 
 	marks->nr = 0;
-	if (marks->alloc < want) {
-		void *grown = realloc(marks->state, want * sizeof(*marks->state));
-
-		if (!grown)
-			return err_set(XL_ENOMEM, "out of memory (hash marks)");
-		marks->state = grown;
-		marks->alloc = want;
-	}
+	if ((ret = hash_marks_reserve(marks, want)))
+		return ret;
 	SHA1_Init(&c);
 	/*
 	 * The same type and length make the same header: the streams

@@ -1054,17 +1054,8 @@ static int forms_get_ref(struct formcache *fc, const void *pack,
 
 		ret = buf_add(out1, at, f->len1) ?:
 		      buf_add(out256, at + f->len1, len256) ?:
-		      ARRAY_GROW(ix->at, f->nr, ix->alloc, 256);
-		if (!ret && marks->alloc < f->nmarks) {
-			void *grown = realloc(marks->state, marks_len);
-
-			if (grown) {
-				marks->state = grown;
-				marks->alloc = f->nmarks;
-			} else {
-				ret = XL_ENOMEM;
-			}
-		}
+		      ARRAY_GROW(ix->at, f->nr, ix->alloc, 256) ?:
+		      hash_marks_reserve(marks, f->nmarks);
 		if (!ret) {
 			memcpy(ix->at, at + f->len1 + len256, ix_len);
 			if (marks_len)
