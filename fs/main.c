@@ -221,7 +221,8 @@ int main(int argc, char **argv)
 	xfs.foreground = cmd.foreground;
 	xfs.debug = cmd.debug;
 
-	if (prepare(&o, &xfs, &forge)) {
+	/* a pack or the cache's -shm cut short under us is an error, not death */
+	if (map_guard_install() || prepare(&o, &xfs, &forge)) {
 		fprintf(stderr, "xlatefs: %s\n", err_msg());
 		goto out;
 	}

@@ -287,8 +287,14 @@ static void *updater_main(void *arg)
 
 	for (;;) {
 		struct timespec until;
+		unsigned long faults;
 
 		updater_build(xfs, 0);
+		if ((faults = map_guard_take()))
+			xfs_log(xfs, "%lu page%s of mapped files were cut off under the "
+				"mount (a pack, or the cache's -shm, truncated in place) "
+				"and read as zeros, which their readers' checks refuse or "
+				"rebuild from; remount once the files are whole", faults, faults == 1 ? "" : "s");
 		if (!xfs->cache_checked)
 			check_cache(xfs);
 		clock_gettime(CLOCK_REALTIME, &until);

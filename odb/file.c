@@ -7,6 +7,8 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/openat2.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -225,6 +227,67 @@ void file_unmap(const unsigned char *map, size_t len)
 {
 	if (map)
 		munmap((void *)map, len);
+}
+
+/*
+ * The guard's state: set by map_guard_install() before any thread
+ * starts, then only read, but for the count, which is atomic because a
+ * fault may come on any thread.
+ */
+static struct sigaction map_guard_old;
+static uintptr_t map_guard_page;
+static atomic_ulong map_guard_faults;
+
+static void map_guard_handler(int sig, siginfo_t *si, void *uctx)
+{
+	uintptr_t at = (uintptr_t)si->si_addr & ~(map_guard_page - 1);
+	int saved = errno;
+
+	(void)uctx;
+	/*
+	 * BUS_ADRERR with an address is the kernel's word for "this page
+	 * of a mapped file is past its end".  The raw system call, not
+	 * mmap(): a sanitizer's wrapper is not meant for a signal handler.
+	 */
+	if (si->si_code == BUS_ADRERR && at &&
+	    syscall(SYS_mmap, (void *)at, (size_t)map_guard_page,
+		    PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == (long)at) {
+		atomic_fetch_add(&map_guard_faults, 1);
+		errno = saved;
+		return;	/* the access runs again, on zeros */
+	}
+	/*
+	 * Not ours: put back what was there.  A fault then happens again
+	 * when the access is retried; a signal sent by someone (si_code
+	 * SI_USER and the like are not above 0) must be raised again.
+	 */
+	sigaction(sig, &map_guard_old, NULL);
+	if (si->si_code <= 0)
+		raise(sig);
+	errno = saved;
+}
+
+int map_guard_install(void)
+{
+	struct sigaction sa;
+	long page = sysconf(_SC_PAGESIZE);
+
+	if (page <= 0 || (page & (page - 1)))
+		return err_set(XL_EIO, "odd page size %ld", page);
+	map_guard_page = (uintptr_t)page;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = map_guard_handler;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGBUS, &sa, &map_guard_old))
+		return err_errno("cannot catch SIGBUS");
+	return 0;
+}
+
+unsigned long map_guard_take(void)
+{
+	return atomic_exchange(&map_guard_faults, 0);
 }
 
 int path_join(struct buf *out, const char *dir, const char *name)

@@ -160,6 +160,26 @@ static inline int size_mul(size_t a, size_t b, size_t *out)
 	return 0;
 }
 
+/* ---- mapped files that shrink ------------------------------------------ */
+
+/*
+ * A file someone truncates in place while we have it mapped (a pack cut
+ * short by hand, or sqlite's -shm file overwritten beside a mount) turns
+ * every touch of a page past its new end into SIGBUS, and a daemon that
+ * dies of it takes the mount with it.  map_guard_install() catches such a
+ * fault and maps a page of zeros where the file's page was, so that the
+ * read goes on and sees zeros: a pack's zlib stream and checksums, and
+ * sqlite's wal-index header and page checks, reject them as they would
+ * any damage, and the request fails with an error instead.  Any other
+ * SIGBUS (one sent by kill, one not from a mapping) does what it did.
+ *
+ * Call it once, before any thread starts (it saves the action it
+ * replaces).  map_guard_take() returns how many faults were caught since
+ * it was last called, so that one caller reports each of them once.
+ */
+int map_guard_install(void);
+unsigned long map_guard_take(void);
+
 /* ---- object names --------------------------------------------------- */
 
 enum hash_id { HASH_SHA1 = 1, HASH_SHA256 = 2 };

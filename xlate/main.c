@@ -261,6 +261,9 @@ int main(int argc, char **argv)
 
 	/* a closed pipe is an ordinary end of output, reported by write() */
 	signal(SIGPIPE, SIG_IGN);
+	/* a pack or the cache's -shm cut short under us is an error, not death */
+	if (map_guard_install())
+		return cli_error(EXIT_FAILURE, "%s", err_msg());
 	cli.repo_path = git_dir && *git_dir ? git_dir : ".";
 	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
 		const char *a = argv[i];
