@@ -291,10 +291,10 @@ static void *updater_main(void *arg)
 
 		updater_build(xfs, 0);
 		if ((faults = map_guard_take()))
-			xfs_log(xfs, "%lu page%s of mapped files were cut off under the "
-				"mount (a pack, or the cache's -shm, truncated in place) "
-				"and read as zeros, which their readers' checks refuse or "
-				"rebuild from; remount once the files are whole", faults, faults == 1 ? "" : "s");
+			xfs_log(xfs, "%lu mapped file%s cut off under the mount (a pack "
+				"or an .idx truncated in place): what lay past the cut "
+				"reads as zeros, as damage would",
+				faults, faults == 1 ? " was" : "s were");
 		if (!xfs->cache_checked)
 			check_cache(xfs);
 		clock_gettime(CLOCK_REALTIME, &until);

@@ -179,6 +179,175 @@ out:
 	return ret;
 }
 
+/* ---- the guard of read-only maps ------------------------------------ */
+
+/*
+ * The maps the guard answers for: every map file_map_in() makes, from
+ * then until file_unmap(), in a table of fixed size that the signal
+ * handler reads without a lock.  A slot is taken by moving its `start`
+ * from 0 with a compare-and-swap; its `end` is stored after, and the
+ * handler skips a slot whose end is 0.  Leaving clears end, then start,
+ * and only then unmaps, so that a slot never names a range that is
+ * gone.  A map made while every slot is taken is not guarded: a fault
+ * in it is SIGBUS, as it would be without the guard.
+ *
+ * Only these: sqlite's -shm and our own spill file are mapped too, but
+ * zeros there are not refused by anyone.  A wal-index patched with
+ * zeros in one process leaves it blind to what the others commit, and
+ * its next commit writes over theirs (tried: the database then fails
+ * its integrity check); a spill page of zeros would be summed into a
+ * SHA-1 pack.  A fault there ends the process, which leaves the cache
+ * as its last commit left it.
+ */
+#define GUARD_SLOTS 4096
+
+struct guard_slot {
+	atomic_uintptr_t start, end;
+};
+
+/*
+ * The guard's state.  guard_slots and guard_faults are atomics (see
+ * above); guard_old and guard_page are written once, by
+ * map_guard_install() before any thread starts, then only read.
+ */
+static struct guard_slot guard_slots[GUARD_SLOTS];
+static atomic_ulong guard_faults;
+static struct sigaction guard_old;
+static uintptr_t guard_page;
+static int guard_installed;
+
+_Static_assert(ATOMIC_POINTER_LOCK_FREE == 2 && ATOMIC_LONG_LOCK_FREE == 2,
+	       "the signal handler needs lock-free atomics");
+
+/* Where the search for the slot of the map at `start` begins. */
+static unsigned guard_home(uintptr_t start)
+{
+	return (unsigned)(((uint64_t)start * 0x9e3779b97f4a7c15ull) >> 52) %
+	       GUARD_SLOTS;
+}
+
+static void guard_add(const void *map, size_t len)
+{
+	uintptr_t start = (uintptr_t)map, end;
+	unsigned from = guard_home(start);
+
+	if (!guard_page)
+		return;
+	end = (start + len + guard_page - 1) & ~(guard_page - 1);
+	for (unsigned i = 0; i < GUARD_SLOTS; i++) {
+		struct guard_slot *g = &guard_slots[(from + i) % GUARD_SLOTS];
+		uintptr_t none = 0;
+
+		if (atomic_compare_exchange_strong(&g->start, &none, start)) {
+			atomic_store_explicit(&g->end, end, memory_order_release);
+			return;
+		}
+	}
+}
+
+static void guard_remove(const void *map)
+{
+	uintptr_t start = (uintptr_t)map;
+	unsigned from = guard_home(start);
+
+	if (!guard_page)
+		return;
+	/* past empty slots too: one taken before may have been left since */
+	for (unsigned i = 0; i < GUARD_SLOTS; i++) {
+		struct guard_slot *g = &guard_slots[(from + i) % GUARD_SLOTS];
+
+		if (atomic_load_explicit(&g->start, memory_order_relaxed) == start) {
+			atomic_store(&g->end, 0);
+			atomic_store(&g->start, 0);
+			return;
+		}
+	}
+}
+
+/* The end of the guarded map that holds `at`, or 0. */
+static uintptr_t guard_find(uintptr_t at)
+{
+	for (unsigned i = 0; i < GUARD_SLOTS; i++) {
+		uintptr_t start = atomic_load_explicit(&guard_slots[i].start,
+						       memory_order_acquire);
+		uintptr_t end = atomic_load_explicit(&guard_slots[i].end,
+						     memory_order_acquire);
+
+		if (start && start <= at && at < end)
+			return end;
+	}
+	return 0;
+}
+
+static long guard_map_zeros(uintptr_t at, size_t len)
+{
+	/*
+	 * The raw system call: a sanitizer's mmap() is not meant for a
+	 * signal handler.  i386 and 32-bit ARM call theirs mmap2.
+	 */
+#ifdef SYS_mmap2
+	return syscall(SYS_mmap2, (void *)at, len, PROT_READ,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+#else
+	return syscall(SYS_mmap, (void *)at, len, PROT_READ,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+#endif
+}
+
+static void guard_handler(int sig, siginfo_t *si, void *uctx)
+{
+	uintptr_t at = (uintptr_t)si->si_addr & ~(guard_page - 1), end;
+	int saved = errno;
+
+	(void)uctx;
+	/*
+	 * BUS_ADRERR with an address in a guarded map: a page past the
+	 * file's end (or one the kernel could not read).  Every page from
+	 * there to the map's end is past it too: one map of zeros for all
+	 * of them keeps a long read from splitting the map page by page.
+	 */
+	if (si->si_code == BUS_ADRERR && at && (end = guard_find(at)) &&
+	    guard_map_zeros(at, (size_t)(end - at)) == (long)at) {
+		atomic_fetch_add(&guard_faults, 1);
+		errno = saved;
+		return;	/* the access runs again, on zeros */
+	}
+	/*
+	 * Not ours: put back what was there.  A fault then happens again
+	 * when the access is retried; a signal sent by someone (si_code
+	 * SI_USER and the like are not above 0) is raised again.
+	 */
+	sigaction(sig, &guard_old, NULL);
+	if (si->si_code <= 0)
+		raise(sig);
+	errno = saved;
+}
+
+int map_guard_install(void)
+{
+	struct sigaction sa;
+	long page = sysconf(_SC_PAGESIZE);
+
+	if (guard_installed)
+		return 0;
+	if (page <= 0 || (page & (page - 1)))
+		return err_set(XL_EIO, "odd page size %ld", page);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = guard_handler;
+	sa.sa_flags = SA_SIGINFO;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGBUS, &sa, &guard_old))
+		return err_errno("cannot catch SIGBUS");
+	guard_page = (uintptr_t)page;
+	guard_installed = 1;
+	return 0;
+}
+
+unsigned long map_guard_take(void)
+{
+	return atomic_exchange(&guard_faults, 0);
+}
+
 int file_map(const char *path, const unsigned char **map, size_t *len)
 {
 	return file_map_in(NULL, path, map, len);
@@ -218,6 +387,7 @@ int file_map_in(const char *root, const char *path,
 	close(fd);
 	if (p == MAP_FAILED)
 		return err_errno("cannot map %s", path);
+	guard_add(p, (size_t)st.st_size);
 	*map = p;
 	*len = (size_t)st.st_size;
 	return 0;
@@ -225,69 +395,10 @@ int file_map_in(const char *root, const char *path,
 
 void file_unmap(const unsigned char *map, size_t len)
 {
-	if (map)
+	if (map) {
+		guard_remove(map);
 		munmap((void *)map, len);
-}
-
-/*
- * The guard's state: set by map_guard_install() before any thread
- * starts, then only read, but for the count, which is atomic because a
- * fault may come on any thread.
- */
-static struct sigaction map_guard_old;
-static uintptr_t map_guard_page;
-static atomic_ulong map_guard_faults;
-
-static void map_guard_handler(int sig, siginfo_t *si, void *uctx)
-{
-	uintptr_t at = (uintptr_t)si->si_addr & ~(map_guard_page - 1);
-	int saved = errno;
-
-	(void)uctx;
-	/*
-	 * BUS_ADRERR with an address is the kernel's word for "this page
-	 * of a mapped file is past its end".  The raw system call, not
-	 * mmap(): a sanitizer's wrapper is not meant for a signal handler.
-	 */
-	if (si->si_code == BUS_ADRERR && at &&
-	    syscall(SYS_mmap, (void *)at, (size_t)map_guard_page,
-		    PROT_READ | PROT_WRITE,
-		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == (long)at) {
-		atomic_fetch_add(&map_guard_faults, 1);
-		errno = saved;
-		return;	/* the access runs again, on zeros */
 	}
-	/*
-	 * Not ours: put back what was there.  A fault then happens again
-	 * when the access is retried; a signal sent by someone (si_code
-	 * SI_USER and the like are not above 0) must be raised again.
-	 */
-	sigaction(sig, &map_guard_old, NULL);
-	if (si->si_code <= 0)
-		raise(sig);
-	errno = saved;
-}
-
-int map_guard_install(void)
-{
-	struct sigaction sa;
-	long page = sysconf(_SC_PAGESIZE);
-
-	if (page <= 0 || (page & (page - 1)))
-		return err_set(XL_EIO, "odd page size %ld", page);
-	map_guard_page = (uintptr_t)page;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = map_guard_handler;
-	sa.sa_flags = SA_SIGINFO | SA_RESTART;
-	sigemptyset(&sa.sa_mask);
-	if (sigaction(SIGBUS, &sa, &map_guard_old))
-		return err_errno("cannot catch SIGBUS");
-	return 0;
-}
-
-unsigned long map_guard_take(void)
-{
-	return atomic_exchange(&map_guard_faults, 0);
 }
 
 int path_join(struct buf *out, const char *dir, const char *name)
