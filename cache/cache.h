@@ -80,6 +80,16 @@ enum cache_open_flags {
 	 * of damage), and rows are checked as they are read.
 	 */
 	CACHE_OPEN_CHECK_ALL = 1 << 0,
+	/*
+	 * Read the file through a map (sqlite's mmap_size) instead of
+	 * copying each page in: a build after a fetch, which looks up tens
+	 * of thousands of old names in a big file, runs 14% faster (0.57 s
+	 * against 0.67 s at a million objects).  The price: a process that
+	 * cuts the file short under the map ends this one with SIGBUS, and
+	 * sqlite cannot catch it.  So only the short-lived commands ask for
+	 * it; the daemon must outlive whatever is done to its cache.
+	 */
+	CACHE_OPEN_MAP = 1 << 1,
 };
 
 /*

@@ -127,7 +127,8 @@
  *       of recent rows)
  *   journal_mode=WAL, quick_check(1) when asked (CACHE_OPEN_CHECK_ALL),
  *     the set of schema objects, meta 'format', no meta 'damaged' (left
- *     by a cache_check() that failed), then synchronous=NORMAL and every
+ *     by a cache_check() that failed), then synchronous=NORMAL, the
+ *     page cache, the map when asked (CACHE_OPEN_MAP), and every
  *     statement prepared
  *
  * A failure that says the file is bad (not a database, malformed, a
@@ -152,6 +153,8 @@
 
 #define STR_(x) #x
 #define STR(x) STR_(x)
+/* CACHE_OPEN_MAP: sqlite maps no more than SQLITE_MAX_MMAP_SIZE anyway */
+#define CACHE_MAP_BYTES 2147418112
 
 /* How often cache_open() may find a bad file and move it aside. */
 #define OPEN_ATTEMPTS 3
@@ -856,7 +859,10 @@ static int check_file(struct cache *cache, struct buf *why)
 	 */
 	if ((rc = exec(cache, "PRAGMA synchronous = NORMAL")) != SQLITE_OK ||
 	    (rc = exec(cache, "PRAGMA cache_size = -"
-			      STR(CACHE_PAGE_CACHE_KIB))) != SQLITE_OK) {
+			      STR(CACHE_PAGE_CACHE_KIB))) != SQLITE_OK ||
+	    /* as much as this sqlite maps (SQLITE_MAX_MMAP_SIZE, 2 GB) */
+	    ((cache->flags & CACHE_OPEN_MAP) &&
+	     (rc = exec(cache, "PRAGMA mmap_size = " STR(CACHE_MAP_BYTES))) != SQLITE_OK)) {
 		ret = check_failed(cache, rc, "setting pragmas", why);
 		goto out;
 	}

@@ -104,8 +104,8 @@ int cli_build(struct cli *cli, struct xlate_build_stats *stats)
 			ret = cache_default_path(repo_commondir(cli->repo), &path);
 		if (!ret)
 			ret = cache_open(&cli->cache, path.buf, repo_algo(cli->repo),
-					 cli->check_all ? CACHE_OPEN_CHECK_ALL : 0,
-					 warn_cb, NULL);
+					 CACHE_OPEN_MAP | (cli->check_all ?
+					 CACHE_OPEN_CHECK_ALL : 0), warn_cb, NULL);
 		buf_release(&path);
 		if (ret)
 			return ret;

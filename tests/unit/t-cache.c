@@ -370,6 +370,60 @@ out:
 	scratch_end();
 }
 
+/* Rows read the same through sqlite's map (CACHE_OPEN_MAP) as without. */
+static sqlite3_int64 mmap_size(struct cache *c)
+{
+	sqlite3_stmt *st;
+	sqlite3_int64 v = -1;
+
+	if (sqlite3_prepare_v2(c->db, "PRAGMA mmap_size", -1, &st, NULL) == SQLITE_OK &&
+	    sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+TEST(mapped_reads)
+{
+	struct cache_object obj, got;
+	struct cache *c = NULL;
+
+	scratch_begin();
+	CHECK_INT(cache_open(&c, db_path, &hash_sha256, 0, NULL, NULL), 0);
+	if (!c)
+		goto out;
+	CHECK_INT(mmap_size(c), 0);
+	CHECK_INT(cache_begin(c), 0);
+	CHECK_INT(put_range(c, 0, 3000), 0);
+	CHECK_INT(cache_commit(c), 0);
+	cache_close(c);		/* checkpointed: the rows are in the file */
+
+	c = NULL;
+	CHECK_INT(cache_open(&c, db_path, &hash_sha256, CACHE_OPEN_MAP, NULL, NULL), 0);
+	if (!c)
+		goto out;
+	CHECK(mmap_size(c) > 0);
+	for (uint64_t id = 0; id < 3000; id += 7) {
+		make_obj(&obj, id);
+		CHECK_INT(cache_get(c, &obj.sha256, &got), 0);
+		CHECK(same_obj(&obj, &got));
+		if (obj.sha1.algo) {
+			CHECK_INT(cache_get_by_sha1(c, &obj.sha1, &got), 0);
+			CHECK(same_obj(&obj, &got));
+		}
+	}
+	/* and what it writes, it reads back */
+	CHECK_INT(cache_begin(c), 0);
+	CHECK_INT(put_range(c, 3000, 3100), 0);
+	CHECK_INT(cache_commit(c), 0);
+	make_obj(&obj, 3050);
+	CHECK_INT(cache_get(c, &obj.sha256, &got), 0);
+	CHECK(same_obj(&obj, &got));
+	cache_close(c);
+out:
+	scratch_end();
+}
+
 TEST(put_replaces_and_canonicalises)
 {
 	struct cache_object obj, got;
@@ -2599,6 +2653,7 @@ out:
 const struct test tests[] = {
 	T(open_creates_schema),
 	T(put_get_both_names),
+	T(mapped_reads),
 	T(put_replaces_and_canonicalises),
 	T(reason_borrowed_per_thread_and_cache),
 	T(resolve_prefix),
