@@ -221,7 +221,7 @@ int main(int argc, char **argv)
 	xfs.foreground = cmd.foreground;
 	xfs.debug = cmd.debug;
 
-	/* a pack or the cache's -shm cut short under us is an error, not death */
+	/* a pack cut short under us is damage, not death (odb.h) */
 	if (map_guard_install() || prepare(&o, &xfs, &forge)) {
 		fprintf(stderr, "xlatefs: %s\n", err_msg());
 		goto out;

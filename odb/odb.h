@@ -168,11 +168,11 @@ static inline int size_mul(size_t a, size_t b, size_t *out)
  * end into SIGBUS, and a daemon that dies of it takes the mount with
  * it.  map_guard_install() catches such a fault in a map that
  * file_map_in() made, and maps zeros over the rest of it, so that the
- * read goes on and sees zeros: damage, which the reader's checks
- * meet as they meet any other (a zlib stream that does not inflate, a
- * CRC32 that does not match), and the request fails with an error.  A fault
- * anywhere else (sqlite's -shm, whose readers cannot tell zeros from
- * the truth; see file.c), and a SIGBUS sent by kill, does what it did.
+ * read goes on and sees zeros: damage, which the reader's checks meet
+ * as they meet any other (a zlib stream that does not inflate, a CRC32
+ * that does not match), and the request fails with an error.  A fault
+ * anywhere else (sqlite's -shm, whose readers cannot tell zeros from the
+ * truth; see file.c), and a SIGBUS sent by kill, does what it did.
  *
  * Call it once, before any thread starts (it saves the action it
  * replaces).  map_guard_take() returns how many faults were caught since

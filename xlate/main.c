@@ -105,7 +105,8 @@ int cli_build(struct cli *cli, struct xlate_build_stats *stats)
 		if (!ret)
 			ret = cache_open(&cli->cache, path.buf, repo_algo(cli->repo),
 					 CACHE_OPEN_MAP | (cli->check_all ?
-					 CACHE_OPEN_CHECK_ALL : 0), warn_cb, NULL);
+							   CACHE_OPEN_CHECK_ALL : 0),
+					 warn_cb, NULL);
 		buf_release(&path);
 		if (ret)
 			return ret;
@@ -261,7 +262,7 @@ int main(int argc, char **argv)
 
 	/* a closed pipe is an ordinary end of output, reported by write() */
 	signal(SIGPIPE, SIG_IGN);
-	/* a pack or the cache's -shm cut short under us is an error, not death */
+	/* a pack cut short under us is damage, not death (odb.h) */
 	if (map_guard_install())
 		return cli_error(EXIT_FAILURE, "%s", err_msg());
 	cli.repo_path = git_dir && *git_dir ? git_dir : ".";
