@@ -32,13 +32,20 @@ rows() {
 # before the last.  A build commits a batch a second (BATCH_SECONDS), and
 # this one takes well under a second on all processors, so it is slowed
 # down: run for 1 ms, stopped for 300 ms, and so on, which makes each
-# batch a small part of the whole.  The kill may land anywhere, a commit included.  Counting
-# committed rows needs sqlite3.  A first build this big would write its
+# batch a small part of the whole.  How much work a 1 ms slice does
+# varies with the machine (a sanitizer's build does a tenth of it, and
+# forking sleep(1) may take longer than the slice), so a slice that has
+# not brought the aim within reach after a while is doubled (up to 64
+# ms), and after AIM_SECONDS the kill lands wherever the build is: the
+# assertion (some rows committed, not all) is the same.  The kill may
+# land anywhere, a commit included.  Counting committed rows needs
+# sqlite3.  A first build this big would write its
 # rows at its end, all or nothing (the kill of such a build is the next
 # test); XLATE_TEST_BULK=0 makes these stream, as every later build does.
 if ! command -v sqlite3 >/dev/null 2>&1; then
 	missing_tool "kill -9 mid-build, then rebuild" "no sqlite3 to see how far a build got"
 else
+	AIM_SECONDS=${AIM_SECONDS:-90}
 	for part in 20 50 80; do
 	    # the last batch may take the count from under the aim to all of
 	    # it between two looks; then the kill found the rows committed:
@@ -49,12 +56,15 @@ else
 			2>"$TRASH/killed.err" &
 		pid=$!
 		kill -STOP $pid
-		got=0 i=0
+		got=0 i=0 slice=1 start=$SECONDS
 		# (a zombie takes SIGCONT too: the count ends the loop)
-		while [ $i -lt 2000 ] && kill -CONT $pid 2>/dev/null; do
+		while [ $((SECONDS - start)) -lt $AIM_SECONDS ] &&
+		      kill -CONT $pid 2>/dev/null; do
 			i=$((i + 1))
-			sleep 0.001
+			sleep "0.$(printf %03d $slice)"
 			kill -STOP $pid 2>/dev/null
+			[ $((i % 40)) -eq 0 ] && [ $slice -lt 64 ] &&
+				slice=$((slice * 2))
 			sleep 0.3
 			got=$(rows "$TRASH/c.sqlite")
 			[ "$got" != "?" ] && [ "$got" -ge $((n * part / 100)) ] && break
@@ -64,10 +74,13 @@ else
 		wait $pid 2>/dev/null || rc=$?
 		got=$(rows "$TRASH/c.sqlite")
 		[ "$got" = "$n" ] || break
-		echo "# try $try aimed at $part% found all $n objects committed: again"
+		echo "# try $try aimed at $part% found all $n objects committed" \
+			"after $i slices (the last of $slice ms): again"
 	    done
 		# 137: died of the SIGKILL, not finished; and some of the
 		# objects, not all, were in the cache
+		echo "# aimed at $part%: killed after $i slices (the last of $slice ms)" \
+			"in $((SECONDS - start)) s"
 		if [ $rc -eq 137 ] && [ "$got" != "?" ] && [ "$got" -gt 0 ] && [ "$got" -lt "$n" ]; then
 			ok "the kill landed mid-build: $got of $n objects committed (aimed at $part%)"
 		else
