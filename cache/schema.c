@@ -153,7 +153,7 @@
 
 #define STR_(x) #x
 #define STR(x) STR_(x)
-/* CACHE_OPEN_MAP: sqlite maps no more than SQLITE_MAX_MMAP_SIZE anyway */
+/* CACHE_OPEN_MAP: all this sqlite maps (SQLITE_MAX_MMAP_SIZE, 2 GB) */
 #define CACHE_MAP_BYTES 2147418112
 
 /* How often cache_open() may find a bad file and move it aside. */
@@ -860,7 +860,6 @@ static int check_file(struct cache *cache, struct buf *why)
 	if ((rc = exec(cache, "PRAGMA synchronous = NORMAL")) != SQLITE_OK ||
 	    (rc = exec(cache, "PRAGMA cache_size = -"
 			      STR(CACHE_PAGE_CACHE_KIB))) != SQLITE_OK ||
-	    /* as much as this sqlite maps (SQLITE_MAX_MMAP_SIZE, 2 GB) */
 	    ((cache->flags & CACHE_OPEN_MAP) &&
 	     (rc = exec(cache, "PRAGMA mmap_size = " STR(CACHE_MAP_BYTES))) != SQLITE_OK)) {
 		ret = check_failed(cache, rc, "setting pragmas", why);

@@ -213,8 +213,7 @@ struct guard_slot {
 static struct guard_slot guard_slots[GUARD_SLOTS];
 static atomic_ulong guard_faults;
 static struct sigaction guard_old;
-static uintptr_t guard_page;
-static int guard_installed;
+static uintptr_t guard_page;	/* 0 until installed */
 
 _Static_assert(ATOMIC_POINTER_LOCK_FREE == 2 && ATOMIC_LONG_LOCK_FREE == 2,
 	       "the signal handler needs lock-free atomics");
@@ -328,7 +327,7 @@ int map_guard_install(void)
 	struct sigaction sa;
 	long page = sysconf(_SC_PAGESIZE);
 
-	if (guard_installed)
+	if (guard_page)
 		return 0;
 	if (page <= 0 || (page & (page - 1)))
 		return err_set(XL_EIO, "odd page size %ld", page);
@@ -339,7 +338,6 @@ int map_guard_install(void)
 	if (sigaction(SIGBUS, &sa, &guard_old))
 		return err_errno("cannot catch SIGBUS");
 	guard_page = (uintptr_t)page;
-	guard_installed = 1;
 	return 0;
 }
 
