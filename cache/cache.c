@@ -610,6 +610,8 @@ int cache_resolve_prefix(struct cache *cache, const struct hash_algo *algo,
 
 static int run_flush(struct cache *cache);
 static void run_drop(struct cache *cache);
+static int cache_pack1_runs_put_locked(struct cache *cache, int64_t pack,
+				       struct cache_pack1_runs *r, int all);
 
 /*
  * meta keeps the number of rows and of untranslatable rows, so that
@@ -2009,7 +2011,7 @@ int cache_pack1_drop(struct cache *cache, int64_t pack)
 
 	if ((ret = lock(cache)))
 		return ret;
-	if (cache->run.entries && cache->run.pack == pack)
+	if (cache->run_pack == pack)
 		run_drop(cache);
 	for (size_t i = 0; !ret && i < sizeof(which) / sizeof(which[0]); i++) {
 		sqlite3_bind_int64(cache->stmt[which[i]], 1, pack);
@@ -2031,57 +2033,92 @@ enum run_flags {
 	RUN_DATA = 4,
 };
 
-/* Write the run being put as a row, if it has entries.  Caller holds the lock. */
+/*
+ * cache->runs as rows, the run being made too if `all`.  Caller holds
+ * the lock.
+ */
+static int run_flush_part(struct cache *cache, int all)
+{
+	return cache_pack1_runs_put_locked(cache, cache->run_pack, &cache->runs,
+					   all);
+}
+
 static int run_flush(struct cache *cache)
 {
-	sqlite3_stmt *st = cache->stmt[ST_PACK1_CHUNK_PUT];
-	int ret;
-
-	if (!cache->run.entries)
-		return 0;
-	sqlite3_bind_int64(st, 1, (sqlite3_int64)((uint64_t)cache->run.pack <<
-						  RUN_OFFSET_BITS | cache->run.first));
-	sqlite3_bind_blob(st, 2, cache->run.data.buf, (int)cache->run.data.len,
-			  SQLITE_STATIC);
-	ret = run(cache, ST_PACK1_CHUNK_PUT, "recording pack entries");
-	cache->run.entries = 0;
-	buf_reset(&cache->run.data);
-	return ret;
+	return run_flush_part(cache, 1);
 }
 
-/* Forget the run being put (its batch is rolled back).  Caller holds the lock. */
+/* Forget the runs being put (its batch is rolled back).  Caller holds the lock. */
 static void run_drop(struct cache *cache)
 {
-	cache->run.entries = 0;
-	buf_reset(&cache->run.data);
+	cache_pack1_runs_reset(&cache->runs);
 }
 
-int cache_pack1_put_entry(struct cache *cache, int64_t pack,
-			  const struct cache_pack1_entry *e)
+void cache_pack1_runs_init(struct cache_pack1_runs *r)
 {
-	struct buf *d = &cache->run.data;
+	memset(r, 0, sizeof(*r));
+	buf_init(&r->done);
+	buf_init(&r->run);
+}
+
+void cache_pack1_runs_reset(struct cache_pack1_runs *r)
+{
+	buf_reset(&r->done);
+	buf_reset(&r->run);
+	r->entries = 0;
+}
+
+void cache_pack1_runs_release(struct cache_pack1_runs *r)
+{
+	buf_release(&r->done);
+	buf_release(&r->run);
+	r->entries = 0;
+}
+
+size_t cache_pack1_runs_bytes(const struct cache_pack1_runs *r)
+{
+	return r->done.len + r->run.len;
+}
+
+/* The run being made goes to the whole ones. */
+static int runs_close(struct cache_pack1_runs *r)
+{
+	uint64_t len = r->run.len;
+	int ret;
+
+	if (!r->entries)
+		return 0;
+	if ((ret = buf_add(&r->done, &r->first, sizeof(r->first))) ||
+	    (ret = buf_add(&r->done, &len, sizeof(len))) ||
+	    (ret = buf_add(&r->done, r->run.buf, r->run.len)))
+		return ret;
+	buf_reset(&r->run);
+	r->entries = 0;
+	return 0;
+}
+
+int cache_pack1_runs_add(struct cache_pack1_runs *r,
+			 const struct cache_pack1_entry *e)
+{
+	struct buf *d = &r->run;
 	unsigned char flags, crc[4];
+	size_t had = d->len;
 	int ret;
 
 	if (!e->hdr_len || e->hdr_len > sizeof(e->hdr) || !e->len ||
 	    (e->sha256.algo && e->sha256.algo->rawsz != 32) ||
 	    (e->base.algo && (!e->sha256.algo || e->base.algo->rawsz != 32)) ||
-	    (e->data && (!e->sha256.algo || e->data_len > INT32_MAX)) ||
-	    pack < 0 || pack >= RUN_PACK_MAX)
-		return err_set(XL_EINVALID, "cache %s: a bad pack entry",
-			       cache->path);
+	    (e->data && (!e->sha256.algo || e->data_len > INT32_MAX)))
+		return err_set(XL_EINVALID, "a bad pack entry at %llu",
+			       (unsigned long long)e->offset);
 	if (e->offset >= RUN_OFFSET_MAX || e->len >= RUN_OFFSET_MAX - e->offset)
-		return err_set(XL_ETOOBIG, "cache %s: a SHA-1 pack over 1 TiB",
-			       cache->path);
-	if ((ret = lock(cache)))
+		return err_set(XL_ETOOBIG, "a SHA-1 pack over 1 TiB");
+	/* an entry that does not start where the last ended starts a run */
+	if (r->entries && r->next != e->offset && (ret = runs_close(r)))
 		return ret;
-	if (cache->run.entries &&
-	    (cache->run.pack != pack || cache->run.next != e->offset) &&
-	    (ret = run_flush(cache)))
-		goto out;
-	if (!cache->run.entries) {
-		cache->run.pack = pack;
-		cache->run.first = e->offset;
+	if (!r->entries) {
+		r->first = e->offset;
+		had = 0;
 	}
 	flags = (unsigned char)((e->sha256.algo ? RUN_SHA256 : 0) |
 				(e->base.algo ? RUN_BASE : 0) |
@@ -2098,14 +2135,97 @@ int cache_pack1_put_entry(struct cache *cache, int64_t pack,
 	    (e->data && ((ret = buf_add_varint(d, e->data_len)) ||
 			 (ret = buf_add(d, e->data, e->data_len)))) ||
 	    (ret = buf_add(d, crc, 4))) {
+		d->len = had;	/* the entry is not half in */
+		return ret;
+	}
+	r->entries++;
+	r->next = e->offset + e->len;
+	if (r->entries >= CACHE_PACK1_CHUNK_ENTRIES ||
+	    d->len >= CACHE_PACK1_CHUNK_BYTES)
+		return runs_close(r);
+	return 0;
+}
+
+/* One run as a row of pack `pack`.  Caller holds the lock. */
+static int run_put(struct cache *cache, int64_t pack, uint64_t first,
+		   const void *data, size_t len)
+{
+	sqlite3_stmt *st = cache->stmt[ST_PACK1_CHUNK_PUT];
+
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)((uint64_t)pack <<
+						  RUN_OFFSET_BITS | first));
+	sqlite3_bind_blob(st, 2, data, (int)len, SQLITE_STATIC);
+	return run(cache, ST_PACK1_CHUNK_PUT, "recording pack entries");
+}
+
+static int cache_pack1_runs_put_locked(struct cache *cache, int64_t pack,
+				       struct cache_pack1_runs *r, int all)
+{
+	const unsigned char *p = (const unsigned char *)r->done.buf;
+	const unsigned char *end = p + r->done.len;
+	int ret = 0;
+
+	if (!r->done.len && !(all && r->entries))
+		return 0;
+	if (pack < 0 || pack >= RUN_PACK_MAX)
+		return err_set(XL_EINVALID, "cache %s: a bad pack id %lld",
+			       cache->path, (long long)pack);
+	if (all && (ret = runs_close(r)))
+		return ret;
+	p = (const unsigned char *)r->done.buf;
+	end = p + r->done.len;
+	/* (done is ours alone: first and len as memcpy'd in runs_close) */
+	while (p < end && !ret) {
+		uint64_t first, len;
+
+		memcpy(&first, p, sizeof(first));
+		memcpy(&len, p + sizeof(first), sizeof(len));
+		p += sizeof(first) + sizeof(len);
+		ret = run_put(cache, pack, first, p, (size_t)len);
+		p += len;
+	}
+	buf_reset(&r->done);
+	return ret;
+}
+
+int cache_pack1_runs_put(struct cache *cache, int64_t pack,
+			 struct cache_pack1_runs *r, int all)
+{
+	int ret;
+
+	if ((ret = lock(cache)))
+		return ret;
+	if (!cache->in_batch)
+		ret = err_set(XL_EINVALID, "cache %s: pack entries outside a batch",
+			      cache->path);
+	else
+		ret = cache_pack1_runs_put_locked(cache, pack, r, all);
+	unlock(cache);
+	return ret;
+}
+
+int cache_pack1_put_entry(struct cache *cache, int64_t pack,
+			  const struct cache_pack1_entry *e)
+{
+	int ret;
+
+	if (pack < 0 || pack >= RUN_PACK_MAX)
+		return err_set(XL_EINVALID, "cache %s: a bad pack entry",
+			       cache->path);
+	if ((ret = lock(cache)))
+		return ret;
+	/* another pack's runs go first: runs are of one pack */
+	if (cache->runs.entries && cache->run_pack != pack &&
+	    (ret = run_flush(cache)))
+		goto out;
+	cache->run_pack = pack;
+	if ((ret = cache_pack1_runs_add(&cache->runs, e))) {
 		run_drop(cache);	/* the batch fails: nothing of the run stays */
+		if (ret == XL_EINVALID || ret == XL_ETOOBIG)
+			err_wrap("cache %s", cache->path);
 		goto out;
 	}
-	cache->run.entries++;
-	cache->run.next = e->offset + e->len;
-	if (cache->run.entries >= CACHE_PACK1_CHUNK_ENTRIES ||
-	    d->len >= CACHE_PACK1_CHUNK_BYTES)
-		ret = run_flush(cache);
+	ret = run_flush_part(cache, 0);
 out:
 	unlock(cache);
 	return ret;

@@ -435,6 +435,31 @@ int cache_pack1_finish(struct cache *cache, const struct cache_pack1 *p);
  */
 int cache_pack1_put_entry(struct cache *cache, int64_t pack,
 			  const struct cache_pack1_entry *e);
+/*
+ * Runs of entries made apart from any connection: a layout that may not
+ * write yet (its batch would wait for another) holds its entries here,
+ * and puts them once it may, as cache_pack1_put_entry() would have put
+ * them (it is that function's encoder).  Entries are added in pack
+ * order, of one pack.  _add(): 0, XL_EINVALID (a bad entry), XL_ETOOBIG,
+ * XL_ENOMEM.  _put(): writes the whole runs held, and the one being
+ * made too if `all`, as rows of pack `pack` (inside its batch), and
+ * forgets them; 0, XL_EINVALID, XL_EIO.
+ */
+struct cache_pack1_runs {
+	struct buf done;	/* whole runs: (first offset, length, bytes) */
+	struct buf run;		/* the run being made */
+	uint64_t first, next;	/* offsets: its first entry's, the next's */
+	uint32_t entries;	/* in it */
+};
+void cache_pack1_runs_init(struct cache_pack1_runs *r);
+void cache_pack1_runs_reset(struct cache_pack1_runs *r);
+void cache_pack1_runs_release(struct cache_pack1_runs *r);
+int cache_pack1_runs_add(struct cache_pack1_runs *r,
+			 const struct cache_pack1_entry *e);
+/* The bytes it holds (what its rows will take, near enough). */
+size_t cache_pack1_runs_bytes(const struct cache_pack1_runs *r);
+int cache_pack1_runs_put(struct cache *cache, int64_t pack,
+			 struct cache_pack1_runs *r, int all);
 int cache_pack1_put_idx(struct cache *cache, int64_t pack, uint32_t chunk,
 			const void *data, size_t len);
 /* Forget a pack, its entries and its .idx. */

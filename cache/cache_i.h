@@ -128,16 +128,12 @@ struct cache {
 	struct cache_feed *feed;	/* the rows of cache_put_all() */
 	int feed_module;		/* its virtual table is registered */
 	/*
-	 * The run of pack entries being put (cache_pack1_put_entry), a row
-	 * of pack1_chunks once it is long enough, or at cache_pack1_finish
-	 * or cache_commit; dropped by cache_rollback.
+	 * The pack entries being put (cache_pack1_put_entry) of pack
+	 * run_pack, rows of pack1_chunks once a run is long enough, or at
+	 * cache_pack1_finish or cache_commit; dropped by cache_rollback.
 	 */
-	struct {
-		int64_t pack;
-		uint64_t first, next;	/* offsets: its first entry's, the next's */
-		uint32_t entries;
-		struct buf data;
-	} run;
+	struct cache_pack1_runs runs;
+	int64_t run_pack;
 };
 
 /* A number no other cache of this process has had (for reason buffers). */

@@ -960,7 +960,7 @@ int cache_open(struct cache **out, const char *path,
 	cache->warn_data = warn_data;
 	cache->serial = cache_next_serial();
 	buf_init(&cache->scratch);
-	buf_init(&cache->run.data);
+	cache_pack1_runs_init(&cache->runs);
 	if (pthread_mutexattr_init(&attr) ||
 	    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ERRORCHECK) ||
 	    pthread_mutex_init(&cache->lock, &attr)) {
@@ -1027,7 +1027,7 @@ void cache_close(struct cache *cache)
 		db_close(cache);
 	pthread_mutex_destroy(&cache->lock);
 	buf_release(&cache->scratch);
-	buf_release(&cache->run.data);
+	cache_pack1_runs_release(&cache->runs);
 	free(cache->path);
 	free(cache);
 }

@@ -23,6 +23,12 @@
 # pass by their never being taken).
 . "$(dirname "$0")/lib.sh"
 
+# A first build that writes its rows at the end lays the SHA-1 packs
+# out on a thread of its own while they go in, holding its own rows
+# until the build's are committed (build.c, struct early_layout):
+# XLATE_TEST_LAYOUT_HOLD=256 makes it hold so little that it waits
+# ("held" below).
+
 # dump CACHE: what a build stored, as text (rows from either table)
 dump() {
 	sqlite3 "$1" "SELECT hex(sha256), hex(sha1), type, size256, size1, reason FROM objects
@@ -37,14 +43,15 @@ dump() {
 same() {
 	name=$1 repo=$2
 	shift 2
-	for v in layout 0 1 small bulk; do
+	for v in layout 0 1 small bulk held; do
 		rm -f "$TRASH/c$v.sqlite"*
 		rc=0
-		walk=1 tables=$v bulk=0
+		walk=1 tables=$v bulk=0 hold=
 		[ $v != layout ] || walk=0 tables=0
 		[ $v != bulk ] || tables=1 bulk=1
+		[ $v != held ] || tables=1 bulk=1 hold=256
 		XLATE_TEST_BASE_TABLES=$tables XLATE_TEST_WALK_DELTAS=$walk \
-		XLATE_TEST_BULK=$bulk \
+		XLATE_TEST_BULK=$bulk XLATE_TEST_LAYOUT_HOLD=$hold \
 			"$XL" -C "$repo" --cache "$TRASH/c$v.sqlite" "$@" build -v \
 			>"$TRASH/build$v" 2>&1 || rc=$?
 		# (a sanitizer's report makes it exit non-zero too)
@@ -64,6 +71,18 @@ same() {
 		"$TRASH/dumplayout" "$TRASH/dumpsmall"
 	same_file "$name: the same when the rows are written at the end, in name order" \
 		"$TRASH/dumplayout" "$TRASH/dumpbulk"
+	same_file "$name: the same when the layout beside them holds 256 bytes and waits" \
+		"$TRASH/dumplayout" "$TRASH/dumpheld"
+	case $name in
+	*loose) ;;
+	*)	packs=$(ls "$repo/objects/pack" | grep -c '\.pack$')
+		expect "$name: (that build laid its $packs packs out while the rows went in)" \
+			grep -q "^SHA-1 packs: $packs laid out while the rows went in" "$TRASH/buildbulk"
+		expect "$name: (and the other waited for the rows, holding all it may)" \
+			grep -q "^SHA-1 packs: $packs laid out while the rows went in, [1-9]" "$TRASH/buildheld"
+		expect "$name: (builds that stream lay out after their rows)" \
+			sh -c "! grep -q 'laid out while the rows' '$TRASH/build1'" ;;
+	esac
 	sqlite3 "$TRASH/cbulk.sqlite" "SELECT name FROM sqlite_schema WHERE type = 'index' ORDER BY name" \
 		>"$TRASH/indexes"
 	expect "$name: (that build did write its rows at the end)" \

@@ -3091,7 +3091,7 @@ static int names_delta(void *data, const struct oid *oid, const void *pack,
  * their references would otherwise be a sqlite lookup (on the bench
  * repository that was most of the layout's time).
  */
-static int lay_out(struct build *b)
+static int lay_out(struct build *b, const struct xlate_pack1_gate *gate)
 {
 	struct xlate_names names = { names_get, names_map, names_form, b,
 				       names_delta };
@@ -3101,9 +3101,111 @@ static int lay_out(struct build *b)
 	spill_finish(&b->spill);
 
 	po.names = &names;
+	po.gate = gate;
 	return xlate_pack1_update(b->repo, b->cache, &po,
 				  b->opts->pack1_stats ? b->opts->pack1_stats :
 				  &unused);
+}
+
+/*
+ * A first build puts its rows in at its end (bulk_store()): sqlite's
+ * B-tree work and its sort for the index by SHA-1 name, on one core
+ * while the others have nothing to do, and then the layout was mostly
+ * one core again (summing the pack, placing entries, sorting the .idx).
+ * So a first build starts its layout as its rows go in, on a thread of
+ * its own, behind a gate (xlate_pack1_gate): the layout asks the
+ * build's table and spill, not the cache, and writes nothing until the
+ * build's batch is committed, holding its rows meanwhile (a bound; past
+ * it the layout waits).  It must not wait on the cache's connection,
+ * which the rows hold for seconds: tried before with the layout's rows
+ * written as it went, the two took turns and gained 2% at a million
+ * objects.  Not after a collision (refuse_dependents() changes the
+ * table, and the memo is cleared at the end).
+ */
+struct early_layout {
+	struct build *b;
+	struct xlate_pack1_gate gate;
+	pthread_t tid;
+	int started;
+	pthread_mutex_t lock;
+	pthread_cond_t opened;
+	int state;			/* guarded by lock: 1 open, 0 not yet,
+					   else the build's error */
+	int ret;			/* the layout's, once joined */
+	char errmsg[1024];		/* and its message */
+};
+
+static int early_finishing(void *data, const char *checksum)
+{
+	const struct build *b = ((struct early_layout *)data)->b;
+
+	for (size_t i = 0; i < b->nr_packs; i++)
+		if (!strcmp(b->packs[i].checksum, checksum))
+			return 1;
+	return 0;
+}
+
+static int early_wait(void *data)
+{
+	struct early_layout *el = data;
+	int state;
+
+	pthread_mutex_lock(&el->lock);
+	while (!el->state)
+		pthread_cond_wait(&el->opened, &el->lock);
+	state = el->state;
+	pthread_mutex_unlock(&el->lock);
+	return state == 1 ? 0 : err_set(state, "the build failed");
+}
+
+static void *early_main(void *arg)
+{
+	struct early_layout *el = arg;
+
+	/*
+	 * What the walk let go goes back to the system before the rows'
+	 * sort and the layout's tables take room (at a million objects the
+	 * peak was 520-547 MiB without this, 447-458 with it).  The layout
+	 * reads little through the odb.  Here, not on the rows' thread: at
+	 * 131k objects this takes 20 ms.
+	 */
+	if (el->b->big) {
+		odb_release_memory(el->b->odb);
+		malloc_trim(0);
+	}
+	if ((el->ret = lay_out(el->b, &el->gate)))
+		snprintf(el->errmsg, sizeof(el->errmsg), "%s", err_msg());
+	return NULL;
+}
+
+/* Start the layout beside the rows; if it cannot, it runs after them. */
+static void early_start(struct early_layout *el, struct build *b)
+{
+	memset(el, 0, sizeof(*el));
+	el->b = b;
+	el->gate = (struct xlate_pack1_gate){ early_finishing, early_wait, el };
+	pthread_mutex_init(&el->lock, NULL);
+	pthread_cond_init(&el->opened, NULL);
+	el->started = !pthread_create(&el->tid, NULL, early_main, el);
+}
+
+/*
+ * Open the gate (`ret`: the build's batch is committed, or why not) and
+ * wait for the layout: `ret` if the build failed, else the layout's.
+ */
+static int early_finish(struct early_layout *el, int ret)
+{
+	pthread_mutex_lock(&el->lock);
+	el->state = ret ? ret : 1;
+	pthread_cond_broadcast(&el->opened);
+	pthread_mutex_unlock(&el->lock);
+	pthread_join(el->tid, NULL);
+	el->started = 0;
+	pthread_cond_destroy(&el->opened);
+	pthread_mutex_destroy(&el->lock);
+	if (!ret && el->ret)
+		return err_set(el->ret, "%s", el->errmsg);
+	return ret;
 }
 
 /* ---- the ref names --------------------------------------------------- */
@@ -3462,6 +3564,7 @@ int xlate_build(struct repo *repo, struct cache *cache,
 		struct xlate_build_stats *stats)
 {
 	struct build b = { 0 };
+	struct early_layout early = { 0 };
 	struct name_sum gathered = { 0 }, unread;
 	int due = 0;
 	struct buf settings = BUF_INIT;
@@ -3600,9 +3703,15 @@ int xlate_build(struct repo *repo, struct cache *cache,
 
 	if (!ret && b.collided)
 		ret = refuse_dependents(&b);
+	/* a pack with an object that could not be read is not finished */
+	if (!ret && b.nr_unreadable)
+		ret = odb_for_each_pack(b.odb, unmark_pack, &b);
 	if (b.bulk) {
 		/* what the walk held goes first: the sort of the index needs room */
 		forms_release(&b.forms);
+		if (!ret && opts->pack1 && !b.collided) {
+			early_start(&early, &b);
+		}
 		if (!ret && (ret = bulk_store(&b)))
 			err_wrap("storing the names");
 	} else {
@@ -3612,8 +3721,6 @@ int xlate_build(struct repo *repo, struct cache *cache,
 		if (!ret)
 			ret = werr;
 	}
-	if (!ret && b.nr_unreadable)
-		ret = odb_for_each_pack(b.odb, unmark_pack, &b);
 	for (size_t i = 0; i < b.nr_packs && !ret; i++)
 		ret = cache_pack_done(cache, b.packs[i].checksum, b.packs[i].objects);
 	/*
@@ -3668,8 +3775,10 @@ int xlate_build(struct repo *repo, struct cache *cache,
 		odb_release_memory(b.odb);
 		malloc_trim(0);
 	}
-	if (!ret && opts->pack1)
-		ret = lay_out(&b);
+	if (early.started)
+		ret = early_finish(&early, ret);
+	else if (!ret && opts->pack1)
+		ret = lay_out(&b, NULL);
 	stats->secs_layout = seconds() - t1;
 	if (!ret)
 		ret = remember_ref_names(&b);
@@ -3689,6 +3798,8 @@ int xlate_build(struct repo *repo, struct cache *cache,
 		err_clear();
 	}
 out:
+	if (early.started)
+		early_finish(&early, ret ? ret : XL_EIO);
 	if (b.big)
 		odb_set_delta_cache_limit(b.odb, bases);
 	buf_release(&settings);

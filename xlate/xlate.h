@@ -404,6 +404,7 @@ struct cache_pack1;
  * still has one open.  Run it after xlate_build(), or let the build run
  * it (xlate_build_opts.pack1), which is faster.
  */
+struct xlate_pack1_gate;
 struct xlate_pack1_opts {
 	enum xlate_unknown unknown_headers;
 	struct xlate_memo *memo;	/* may be NULL: a memo of its own */
@@ -412,6 +413,22 @@ struct xlate_pack1_opts {
 	int (*keep)(void *data, const struct cache_pack1 *p);	/* may be NULL */
 	void *keep_data;
 	int threads;			/* 0: one per online processor */
+	const struct xlate_pack1_gate *gate;	/* may be NULL */
+};
+/*
+ * A caller that starts the layout before its own batch is committed
+ * (a first build lays its packs out while sqlite sorts its names): the
+ * packs it is finishing are laid out first, and the layout writes
+ * nothing to the cache (it holds its rows, up to a bound) until wait()
+ * returns 0 (the caller's batch is committed, the packs are finished);
+ * if wait() returns an error, the layout fails with it.  finishing()
+ * says whether the caller is finishing native pack `checksum`.  Called
+ * on the layout's thread; wait() may be called more than once.
+ */
+struct xlate_pack1_gate {
+	int (*finishing)(void *data, const char *checksum);
+	int (*wait)(void *data);
+	void *data;
 };
 struct xlate_pack1_stats {
 	uint64_t made;		/* packs laid out */
@@ -419,6 +436,8 @@ struct xlate_pack1_stats {
 	uint64_t dropped;	/* layouts forgotten */
 	uint64_t tree_deltas;	/* entries that are tree deltas */
 	uint64_t tree_deltas_walked;	/* ... made by the build's walk */
+	uint64_t gated;		/* packs laid out behind the gate */
+	uint64_t gate_full;	/* ... that held all they may and waited */
 };
 int xlate_pack1_update(struct repo *repo, struct cache *cache,
 		       const struct xlate_pack1_opts *opts,

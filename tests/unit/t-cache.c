@@ -1888,6 +1888,138 @@ out:
 	scratch_end();
 }
 
+/* Whether `sql` gives the same rows (blobs compared as bytes) in two files. */
+static int same_rows(const char *a, const char *b, const char *sql)
+{
+	sqlite3 *db[2] = { NULL, NULL };
+	sqlite3_stmt *st[2] = { NULL, NULL };
+	int same = 1, rows = 0;
+
+	for (int i = 0; i < 2; i++)
+		if (sqlite3_open_v2(i ? b : a, &db[i], SQLITE_OPEN_READONLY,
+				    NULL) != SQLITE_OK ||
+		    sqlite3_prepare_v2(db[i], sql, -1, &st[i], NULL) != SQLITE_OK)
+			same = 0;
+	while (same) {
+		int r0 = sqlite3_step(st[0]), r1 = sqlite3_step(st[1]);
+
+		if (r0 != r1 || (r0 != SQLITE_ROW && r0 != SQLITE_DONE)) {
+			same = 0;
+			break;
+		}
+		if (r0 == SQLITE_DONE)
+			break;
+		rows++;
+		for (int k = 0; k < sqlite3_column_count(st[0]); k++) {
+			int n = sqlite3_column_bytes(st[0], k);
+
+			if (n != sqlite3_column_bytes(st[1], k) ||
+			    (n && memcmp(sqlite3_column_blob(st[0], k),
+					 sqlite3_column_blob(st[1], k), (size_t)n)))
+				same = 0;
+		}
+	}
+	for (int i = 0; i < 2; i++) {
+		sqlite3_finalize(st[i]);
+		sqlite3_close(db[i]);
+	}
+	return same && rows ? rows : 0;
+}
+
+/*
+ * Runs held apart from the connection (a layout behind a gate) and put
+ * later make the rows cache_pack1_put_entry() makes: runs that end by
+ * count, by bytes and at a gap, and an entry refused whole.
+ */
+TEST(pack1_runs_held)
+{
+	enum { N = 300 };
+	struct cache_pack1_runs runs;
+	struct cache_pack1 p = { 0 }, q = { 0 };
+	struct cache_pack1_entry e;
+	unsigned char data[40000];
+	char held_path[320];
+	struct cache *c = NULL, *h = NULL;
+	uint64_t off = 12, starts[2] = { 0, 0 };
+	size_t had;
+
+	scratch_begin();
+	snprintf(held_path, sizeof(held_path), "%s/held.sqlite", dir);
+	cache_pack1_runs_init(&runs);
+	memset(data, 0x5c, sizeof(data));
+	c = open_ok(&hash_sha256, NULL);
+	if (!c || cache_open(&h, held_path, &hash_sha256, CACHE_OPEN_CHECK_ALL,
+			     NULL, NULL))
+		goto out;
+	snprintf(p.native, sizeof(p.native), "%064d", 9);
+	q = p;
+	CHECK_INT(cache_begin(c), 0);
+	CHECK_INT(cache_pack1_add(c, &p), 0);
+	for (int i = 0; i < N; i++) {
+		memset(&e, 0, sizeof(e));
+		e.offset = off;
+		if (i == 51 || i == 151)
+			starts[i > 100] = off;
+		e.hdr[0] = (unsigned char)i;
+		e.hdr_len = 1 + i % 3;
+		e.crc = 0x10000u * (uint32_t)i;
+		if (i % 4) {
+			memset(e.sha256.hash, i, 32);
+			e.sha256.algo = &hash_sha256;
+			/* every 50th is big: runs end by bytes too */
+			e.data = data;
+			e.data_len = i % 50 ? (size_t)i : sizeof(data) - (size_t)i;
+		} else {
+			e.src = 1000 * (uint64_t)i;
+		}
+		e.len = e.hdr_len + e.data_len + 11;
+		off += e.len + (i == 150 ? 7 : 0);	/* a gap after 150 */
+		CHECK_INT(cache_pack1_put_entry(c, p.id, &e), 0);
+		CHECK_INT(cache_pack1_runs_add(&runs, &e), 0);
+	}
+	p.objects = N;
+	CHECK_INT(cache_pack1_finish(c, &p), 0);
+	CHECK_INT(cache_commit(c), 0);
+
+	/* a bad entry: refused, and nothing of it held */
+	had = cache_pack1_runs_bytes(&runs);
+	CHECK(had > 0);
+	e.hdr_len = 0;
+	CHECK_INT(cache_pack1_runs_add(&runs, &e), XL_EINVALID);
+	CHECK_INT(cache_pack1_runs_bytes(&runs), had);
+	/* put only inside a batch */
+	CHECK_INT(cache_pack1_runs_put(h, 1, &runs, 1), XL_EINVALID);
+	CHECK_INT(cache_begin(h), 0);
+	CHECK_INT(cache_pack1_add(h, &q), 0);
+	CHECK_INT(cache_pack1_runs_put(h, q.id, &runs, 1), 0);
+	CHECK_INT(cache_pack1_runs_bytes(&runs), 0);
+	q.objects = N;
+	CHECK_INT(cache_pack1_finish(h, &q), 0);
+	CHECK_INT(cache_commit(h), 0);
+	CHECK_INT(p.id, q.id);
+	cache_close(h);
+	h = NULL;
+	cache_close(c);
+	c = NULL;
+	/* more than one run, ended each way; the same rows either way */
+	/* runs end by bytes (after entry 50) and at the gap (after 150) */
+	for (int i = 0; i < 2; i++) {
+		char q1[160];
+
+		snprintf(q1, sizeof(q1), "SELECT count(*) FROM pack1_chunks "
+			 "WHERE key = %lld", (long long)((uint64_t)p.id << 40 |
+						    starts[i]));
+		CHECK_INT(sql_int(db_path, q1), 1);
+	}
+	CHECK(same_rows(db_path, held_path,
+			"SELECT key, entries FROM pack1_chunks ORDER BY key") > 0);
+out:
+	cache_pack1_runs_release(&runs);
+	cache_close(h);
+	cache_close(c);
+	scratch_end();
+}
+
 /* The synthesized packs' store: a layout in, read back by range, dropped. */
 TEST(pack1_layouts)
 {
@@ -2674,6 +2806,7 @@ const struct test tests[] = {
 	T(corrupt_foreign_application),
 	T(corrupt_future_version),
 	T(pack1_layouts),
+	T(pack1_runs_held),
 	T(pack1_runs),
 	T(ref_names),
 	T(put_all),
