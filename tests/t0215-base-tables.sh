@@ -104,6 +104,13 @@ git init -q --bare --object-format=sha256 "$G"
 # the one before, the other way round from pack-objects and from the walk
 git -C "$G" repack -adfq --depth=50 --window=10
 same "generated history" "$G"
+rm -f "$TRASH/t1.sqlite"*
+XLATE_TEST_BULK=1 "$XL" -C "$G" --cache "$TRASH/t1.sqlite" build -v --threads 1 >"$TRASH/build-t1" 2>&1
+expect "a first build asked for one thread lays its packs out after its rows, on it" \
+	sh -c "grep -q '^rows: stored at the end' '$TRASH/build-t1' &&
+	       ! grep -q 'laid out while the rows' '$TRASH/build-t1'"
+dump "$TRASH/t1.sqlite" >"$TRASH/dump-t1"
+same_file "... and the same SHA-1 packs" "$TRASH/dumplayout" "$TRASH/dump-t1"
 # made V: "deltas made-while-naming" as build V said
 made() {
 	sed -n 's/.*SHA-1 packs: \([0-9]*\) tree deltas, \([0-9]*\) of them made while naming/\1 \2/p' "$TRASH/build$1"

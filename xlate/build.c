@@ -3120,7 +3120,8 @@ static int lay_out(struct build *b, const struct xlate_pack1_gate *gate)
  * which the rows hold for seconds: tried before with the layout's rows
  * written as it went, the two took turns and gained 2% at a million
  * objects.  Not after a collision (refuse_dependents() changes the
- * table, and the memo is cleared at the end).
+ * table, and the memo is cleared at the end), nor in a build asked to
+ * run on one thread.  The figures: README, "Measured".
  */
 struct early_layout {
 	struct build *b;
@@ -3709,9 +3710,9 @@ int xlate_build(struct repo *repo, struct cache *cache,
 	if (b.bulk) {
 		/* what the walk held goes first: the sort of the index needs room */
 		forms_release(&b.forms);
-		if (!ret && opts->pack1 && !b.collided) {
+		/* (a build asked for one thread runs on one) */
+		if (!ret && opts->pack1 && !b.collided && build_threads(&b) > 1)
 			early_start(&early, &b);
-		}
 		if (!ret && (ret = bulk_store(&b)))
 			err_wrap("storing the names");
 	} else {
