@@ -676,6 +676,7 @@ int cache_commit(struct cache *cache)
 		if (!sqlite3_get_autocommit(cache->db))
 			run(cache, ST_ROLLBACK, "rolling back");
 		cache->in_batch = 0;
+		run_drop(cache);
 	} else {
 		cache->in_batch = 0;
 	}
@@ -2084,14 +2085,17 @@ size_t cache_pack1_runs_bytes(const struct cache_pack1_runs *r)
 static int runs_close(struct cache_pack1_runs *r)
 {
 	uint64_t len = r->run.len;
+	size_t had = r->done.len;
 	int ret;
 
 	if (!r->entries)
 		return 0;
 	if ((ret = buf_add(&r->done, &r->first, sizeof(r->first))) ||
 	    (ret = buf_add(&r->done, &len, sizeof(len))) ||
-	    (ret = buf_add(&r->done, r->run.buf, r->run.len)))
+	    (ret = buf_add(&r->done, r->run.buf, r->run.len))) {
+		r->done.len = had;	/* no run half in: it stays being made */
 		return ret;
+	}
 	buf_reset(&r->run);
 	r->entries = 0;
 	return 0;
@@ -2219,10 +2223,9 @@ int cache_pack1_put_entry(struct cache *cache, int64_t pack,
 	    (ret = run_flush(cache)))
 		goto out;
 	cache->run_pack = pack;
+	/* (a refused entry leaves the runs as they were) */
 	if ((ret = cache_pack1_runs_add(&cache->runs, e))) {
-		run_drop(cache);	/* the batch fails: nothing of the run stays */
-		if (ret == XL_EINVALID || ret == XL_ETOOBIG)
-			err_wrap("cache %s", cache->path);
+		err_wrap("cache %s", cache->path);
 		goto out;
 	}
 	ret = run_flush_part(cache, 0);

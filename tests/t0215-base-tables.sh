@@ -26,8 +26,10 @@
 # A first build that writes its rows at the end lays the SHA-1 packs
 # out on a thread of its own while they go in, holding its own rows
 # until the build's are committed (build.c, struct early_layout):
+# XLATE_TEST_ROWS_DELAY_MS=300 holds the build's commit back, so that
+# the layout is surely made before it ("bulk" below), and
 # XLATE_TEST_LAYOUT_HOLD=256 makes it hold so little that it waits
-# ("held" below).
+# ("held").
 
 # dump CACHE: what a build stored, as text (rows from either table)
 dump() {
@@ -46,13 +48,16 @@ same() {
 	for v in layout 0 1 small bulk held; do
 		rm -f "$TRASH/c$v.sqlite"*
 		rc=0
-		walk=1 tables=$v bulk=0 hold=
+		walk=1 tables=$v bulk=0 hold= delay= threads=
 		[ $v != layout ] || walk=0 tables=0
-		[ $v != bulk ] || tables=1 bulk=1
-		[ $v != held ] || tables=1 bulk=1 hold=256
+		# (two threads even on one processor: the layout needs one)
+		[ $v != bulk ] || tables=1 bulk=1 delay=300 threads="--threads 2"
+		[ $v != held ] || tables=1 bulk=1 hold=256 threads="--threads 2"
+		# shellcheck disable=SC2086
 		XLATE_TEST_BASE_TABLES=$tables XLATE_TEST_WALK_DELTAS=$walk \
 		XLATE_TEST_BULK=$bulk XLATE_TEST_LAYOUT_HOLD=$hold \
-			"$XL" -C "$repo" --cache "$TRASH/c$v.sqlite" "$@" build -v \
+		XLATE_TEST_ROWS_DELAY_MS=$delay \
+			"$XL" -C "$repo" --cache "$TRASH/c$v.sqlite" "$@" build -v $threads \
 			>"$TRASH/build$v" 2>&1 || rc=$?
 		# (a sanitizer's report makes it exit non-zero too)
 		expect "$name: the build exits 0 (base tables $v)" test $rc = 0
@@ -76,10 +81,14 @@ same() {
 	case $name in
 	*loose) ;;
 	*)	packs=$(ls "$repo/objects/pack" | grep -c '\.pack$')
+		# the rows held back 300 ms: the layout (of the first pack, at
+		# least: it waits there with it) was made meanwhile
 		expect "$name: (that build laid its $packs packs out while the rows went in)" \
-			grep -q "^SHA-1 packs: $packs laid out while the rows went in" "$TRASH/buildbulk"
-		expect "$name: (and the other waited for the rows, holding all it may)" \
-			grep -q "^SHA-1 packs: $packs laid out while the rows went in, [1-9]" "$TRASH/buildheld"
+			grep -q "^SHA-1 packs: $packs laid out while the rows went in, [1-9][0-9]* of them ready before" \
+			"$TRASH/buildbulk"
+		expect "$name: (and the other held all it may, and waited)" \
+			grep -q "^SHA-1 packs: $packs laid out while the rows went in, .*, [1-9][0-9]* of them holding all" \
+			"$TRASH/buildheld"
 		expect "$name: (builds that stream lay out after their rows)" \
 			sh -c "! grep -q 'laid out while the rows' '$TRASH/build1'" ;;
 	esac

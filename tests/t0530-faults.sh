@@ -48,6 +48,8 @@ else
 			not_ok "a build on a full file system$how stops, saying so (exit $rc: $(tail -1 "$TRASH/out"))"
 		if command -v sqlite3 >/dev/null 2>&1; then
 			expect "  the cache is intact" test "$(sqlite3 "$C" 'pragma integrity_check')" = ok
+			expect "  and holds no SHA-1 pack of a build that failed" \
+				test "$(sqlite3 "$C" 'select count(*) from packs1')" = 0
 		else
 			missing_tool "  the cache is intact" "no sqlite3"
 		fi

@@ -3128,6 +3128,7 @@ struct early_layout {
 	struct xlate_pack1_gate gate;
 	pthread_t tid;
 	int started;
+	atomic_int failed;		/* the gate's: stop making the layout */
 	pthread_mutex_t lock;
 	pthread_cond_t opened;
 	int state;			/* guarded by lock: 1 open, 0 not yet,
@@ -3149,14 +3150,15 @@ static int early_finishing(void *data, const char *checksum)
 static int early_wait(void *data)
 {
 	struct early_layout *el = data;
-	int state;
+	int state, waited;
 
 	pthread_mutex_lock(&el->lock);
+	waited = !el->state;
 	while (!el->state)
 		pthread_cond_wait(&el->opened, &el->lock);
 	state = el->state;
 	pthread_mutex_unlock(&el->lock);
-	return state == 1 ? 0 : err_set(state, "the build failed");
+	return state == 1 ? waited : err_set(state, "the build failed");
 }
 
 static void *early_main(void *arg)
@@ -3184,10 +3186,17 @@ static void early_start(struct early_layout *el, struct build *b)
 {
 	memset(el, 0, sizeof(*el));
 	el->b = b;
-	el->gate = (struct xlate_pack1_gate){ early_finishing, early_wait, el };
+	atomic_init(&el->failed, 0);
+	el->gate = (struct xlate_pack1_gate){
+		early_finishing, early_wait, &el->failed, el,
+	};
 	pthread_mutex_init(&el->lock, NULL);
 	pthread_cond_init(&el->opened, NULL);
 	el->started = !pthread_create(&el->tid, NULL, early_main, el);
+	if (!el->started) {
+		pthread_cond_destroy(&el->opened);
+		pthread_mutex_destroy(&el->lock);
+	}
 }
 
 /*
@@ -3196,6 +3205,9 @@ static void early_start(struct early_layout *el, struct build *b)
  */
 static int early_finish(struct early_layout *el, int ret)
 {
+	/* a failed build's layout stops at its next window, not its end */
+	if (ret)
+		atomic_store(&el->failed, 1);
 	pthread_mutex_lock(&el->lock);
 	el->state = ret ? ret : 1;
 	pthread_cond_broadcast(&el->opened);
@@ -3738,6 +3750,9 @@ int xlate_build(struct repo *repo, struct cache *cache,
 		missing_count(&b, &stats->missing);
 		ret = xlate_missing_store(cache, &stats->missing);
 	}
+	/* the tests' way to have the layout ready before the rows are */
+	if (early.started && getenv("XLATE_TEST_ROWS_DELAY_MS"))
+		usleep(1000 * (useconds_t)atoi(getenv("XLATE_TEST_ROWS_DELAY_MS")));
 	if (!ret)
 		ret = cache_commit(cache);
 	else

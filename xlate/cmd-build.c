@@ -123,8 +123,10 @@ int cmd_build(struct cli *cli, int argc, char **argv)
 			(unsigned long long)cli->pack1_stats.tree_deltas_walked);
 	if (verbose && cli->pack1_stats.gated)
 		fprintf(stderr, "SHA-1 packs: %llu laid out while the rows went in, "
-			"%llu of them waiting for the rows with all they may hold\n",
+			"%llu of them ready before the rows were, %llu of them "
+			"holding all they may\n",
 			(unsigned long long)cli->pack1_stats.gated,
+			(unsigned long long)cli->pack1_stats.gate_waits,
 			(unsigned long long)cli->pack1_stats.gate_full);
 	if (verbose && st.trees)
 		fprintf(stderr, "trees: %llu converted, %llu of them against a "

@@ -1409,6 +1409,7 @@ struct sink {
 	struct cache_pack1 p;
 	int open;			/* its batch is open, p has its id */
 	int full;			/* it held all it may before it opened */
+	int waited;			/* it was ready before the gate opened */
 };
 
 /* LAYOUT_HOLD; XLATE_TEST_LAYOUT_HOLD=N holds N bytes instead. */
@@ -1447,10 +1448,11 @@ static int pack_wanted(struct cache *cache, const char *checksum)
 static int sink_open(struct sink *s)
 {
 	struct cache *cache = s->c->cache;
-	int ret;
+	int ret = s->gate ? s->gate->wait(s->gate->data) : 0;
 
-	if (s->gate && (ret = s->gate->wait(s->gate->data)))
+	if (ret < 0)
 		return ret;
+	s->waited = ret == 1;
 	if ((ret = cache_begin(cache)))
 		return ret;
 	/* asked in the batch, which holds the file's write lock */
@@ -1573,6 +1575,8 @@ static int layout_pack(const struct pack1_ctx *c,
 		window_start(&w[!cur], l.kept, kept, &taken, threads - 1);
 		if (opts->cancel && atomic_load(opts->cancel))
 			ret = err_set(XL_EIO, "build stopped");
+		else if (!sink.open && gate && atomic_load(gate->failed))
+			ret = err_set(XL_EIO, "the build failed");
 		if (ret || (ret = window_place(c, &l, &w[cur], &sink, &k, &offset,
 					       stats))) {
 			window_finish(&w[!cur], 1);
@@ -1608,6 +1612,7 @@ static int layout_pack(const struct pack1_ctx *c,
 		goto fail;
 	*objects = kept;
 	stats->gated += !!gate;
+	stats->gate_waits += sink.waited;
 	stats->gate_full += sink.full;
 	goto out_lock;
 fail:
@@ -1692,7 +1697,7 @@ int xlate_pack1_update(struct repo *repo, struct cache *cache,
 		    (ret = lay_out_one(&c, &own_memo, &natives.packs[j], opts,
 				       gate, stats)))
 			goto out;
-	if ((gate && (ret = gate->wait(gate->data))) ||
+	if ((gate && (ret = gate->wait(gate->data)) < 0) ||
 	    (ret = cache_pack1_list(cache, &list, &nr)))
 		goto out;
 	/* the layouts of packs that are gone */

@@ -420,14 +420,17 @@ struct xlate_pack1_opts {
  * (a first build lays its packs out while sqlite sorts its names): the
  * packs it is finishing are laid out first, and the layout writes
  * nothing to the cache (it holds its rows, up to a bound) until wait()
- * returns 0 (the caller's batch is committed, the packs are finished);
- * if wait() returns an error, the layout fails with it.  finishing()
- * says whether the caller is finishing native pack `checksum`.  Called
- * on the layout's thread; wait() may be called more than once.
+ * returns 0 or 1 (the caller's batch is committed, the packs are
+ * finished; 1 if it had to wait for that); if wait() returns an error,
+ * the layout fails with it, as it does at its next window once `failed`
+ * is set.  finishing() says whether the caller is finishing native pack
+ * `checksum`.  Called on the layout's thread; wait() may be called more
+ * than once.
  */
 struct xlate_pack1_gate {
 	int (*finishing)(void *data, const char *checksum);
 	int (*wait)(void *data);
+	const atomic_int *failed;
 	void *data;
 };
 struct xlate_pack1_stats {
@@ -437,7 +440,8 @@ struct xlate_pack1_stats {
 	uint64_t tree_deltas;	/* entries that are tree deltas */
 	uint64_t tree_deltas_walked;	/* ... made by the build's walk */
 	uint64_t gated;		/* packs laid out behind the gate */
-	uint64_t gate_full;	/* ... that held all they may and waited */
+	uint64_t gate_waits;	/* ... that waited at it, ready before it opened */
+	uint64_t gate_full;	/* ... that held all they may first */
 };
 int xlate_pack1_update(struct repo *repo, struct cache *cache,
 		       const struct xlate_pack1_opts *opts,

@@ -1928,8 +1928,9 @@ static int same_rows(const char *a, const char *b, const char *sql)
 
 /*
  * Runs held apart from the connection (a layout behind a gate) and put
- * later make the rows cache_pack1_put_entry() makes: runs that end by
- * count, by bytes and at a gap, and an entry refused whole.
+ * later make the rows cache_pack1_put_entry() makes, in the format the
+ * readers know: runs that end by bytes, by count and at a gap, and an
+ * entry refused whole.
  */
 TEST(pack1_runs_held)
 {
@@ -1938,9 +1939,11 @@ TEST(pack1_runs_held)
 	struct cache_pack1 p = { 0 }, q = { 0 };
 	struct cache_pack1_entry e;
 	unsigned char data[40000];
-	char held_path[320];
+	char held_path[320], sql[200];
 	struct cache *c = NULL, *h = NULL;
-	uint64_t off = 12, starts[2] = { 0, 0 };
+	/* where runs must start: after a big entry, 64 entries, a gap */
+	static const int starts_at[3] = { 22, 86, 121 };
+	uint64_t off = 12, starts[3] = { 0, 0, 0 };
 	size_t had;
 
 	scratch_begin();
@@ -1957,23 +1960,26 @@ TEST(pack1_runs_held)
 	CHECK_INT(cache_pack1_add(c, &p), 0);
 	for (int i = 0; i < N; i++) {
 		memset(&e, 0, sizeof(e));
+		if (i == 121)
+			off += 7;			/* a gap */
 		e.offset = off;
-		if (i == 51 || i == 151)
-			starts[i > 100] = off;
+		for (int k = 0; k < 3; k++)
+			if (i == starts_at[k])
+				starts[k] = off;
 		e.hdr[0] = (unsigned char)i;
 		e.hdr_len = 1 + i % 3;
 		e.crc = 0x10000u * (uint32_t)i;
 		if (i % 4) {
 			memset(e.sha256.hash, i, 32);
 			e.sha256.algo = &hash_sha256;
-			/* every 50th is big: runs end by bytes too */
 			e.data = data;
-			e.data_len = i % 50 ? (size_t)i : sizeof(data) - (size_t)i;
+			/* entries 21 and 201 are big: their runs end by bytes */
+			e.data_len = i == 21 || i == 201 ? sizeof(data) : (size_t)i;
 		} else {
 			e.src = 1000 * (uint64_t)i;
 		}
 		e.len = e.hdr_len + e.data_len + 11;
-		off += e.len + (i == 150 ? 7 : 0);	/* a gap after 150 */
+		off += e.len;
 		CHECK_INT(cache_pack1_put_entry(c, p.id, &e), 0);
 		CHECK_INT(cache_pack1_runs_add(&runs, &e), 0);
 	}
@@ -2001,16 +2007,17 @@ TEST(pack1_runs_held)
 	h = NULL;
 	cache_close(c);
 	c = NULL;
-	/* more than one run, ended each way; the same rows either way */
-	/* runs end by bytes (after entry 50) and at the gap (after 150) */
-	for (int i = 0; i < 2; i++) {
-		char q1[160];
-
-		snprintf(q1, sizeof(q1), "SELECT count(*) FROM pack1_chunks "
+	for (int k = 0; k < 3; k++) {
+		snprintf(sql, sizeof(sql), "SELECT count(*) FROM pack1_chunks "
 			 "WHERE key = %lld", (long long)((uint64_t)p.id << 40 |
-						    starts[i]));
-		CHECK_INT(sql_int(db_path, q1), 1);
+						    starts[k]));
+		CHECK_INT(sql_int(db_path, sql), 1);
 	}
+	/* the first entry as the readers decode it: len 12, src 0, a
+	   header of one byte 00, no name, CRC32 0 */
+	CHECK_INT(sql_int(db_path, "SELECT substr(entries, 1, 9) = "
+			  "x'0c0001000000000000' FROM pack1_chunks ORDER BY key "
+			  "LIMIT 1"), 1);
 	CHECK(same_rows(db_path, held_path,
 			"SELECT key, entries FROM pack1_chunks ORDER BY key") > 0);
 out:
