@@ -5,7 +5,10 @@
  * small slots (an entry index and eight bytes of the key), so that a
  * probe touches one cache line of a table that stays mostly in cache,
  * and only a likely match reads the entry itself.  Keys are hashes
- * already, so their first bytes pick the slot.  Load stays at or under
+ * already, so their first bytes pick the slot, read as a big-endian
+ * number: keys in name order (a pack's .idx, which a first build adds
+ * whole) then go to slots in order too, one cache line after another,
+ * as does the table made again when it grows.  Load stays at or under
  * one half.
  */
 #include "xlate_i.h"
@@ -45,12 +48,23 @@ void xmap_release(struct xmap *m)
 	memset(m, 0, sizeof(*m));
 }
 
+/* Where key's probe starts: its first bytes, the top ones first. */
+static size_t home_slot(const struct xmap *m, const unsigned char *key)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < 8; i++)
+		v = v << 8 | key[i];
+	/* cap is a power of two, at least 1024 */
+	return (size_t)(v >> (64 - __builtin_ctzll((unsigned long long)m->cap)));
+}
+
 /* The slot holding key, or the empty slot where it would go. */
 static struct xmap_slot *find_slot(const struct xmap *m,
 				   const unsigned char *key)
 {
 	uint64_t tag = key_tag(key);
-	size_t i = (size_t)tag & (m->cap - 1);
+	size_t i = home_slot(m, key);
 
 	for (;; i = (i + 1) & (m->cap - 1)) {
 		struct xmap_slot *s = &m->slots[i];
