@@ -3168,7 +3168,7 @@ static void *early_main(void *arg)
 	/*
 	 * What the walk let go goes back to the system before the rows'
 	 * sort and the layout's tables take room (at a million objects the
-	 * peak was 520-547 MiB without this, 447-458 with it).  The layout
+	 * peak was 520-547 MiB without this, 437-458 with it).  The layout
 	 * reads little through the odb.  Here, not on the rows' thread: at
 	 * 131k objects this takes 20 ms.
 	 */
