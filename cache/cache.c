@@ -608,7 +608,7 @@ int cache_resolve_prefix(struct cache *cache, const struct hash_algo *algo,
 
 /* ---- batches -------------------------------------------------------- */
 
-static int run_flush(struct cache *cache);
+static int run_flush(struct cache *cache, int all);
 static void run_drop(struct cache *cache);
 static int cache_pack1_runs_put_locked(struct cache *cache, int64_t pack,
 				       struct cache_pack1_runs *r, int all);
@@ -666,7 +666,7 @@ int cache_commit(struct cache *cache)
 	if (!cache->in_batch) {
 		ret = err_set(XL_EINVALID, "cache %s: no batch to commit",
 			      cache->path);
-	} else if ((ret = run_flush(cache)) || (ret = counts_flush(cache)) ||
+	} else if ((ret = run_flush(cache, 1)) || (ret = counts_flush(cache)) ||
 		   (ret = run(cache, ST_COMMIT, "committing"))) {
 		/*
 		 * A failed COMMIT may leave the transaction open (sqlite
@@ -1989,7 +1989,7 @@ int cache_pack1_finish(struct cache *cache, const struct cache_pack1 *p)
 
 	if ((ret = lock(cache)))
 		return ret;
-	if ((ret = run_flush(cache))) {
+	if ((ret = run_flush(cache, 1))) {
 		unlock(cache);
 		return ret;
 	}
@@ -2038,15 +2038,10 @@ enum run_flags {
  * cache->runs as rows, the run being made too if `all`.  Caller holds
  * the lock.
  */
-static int run_flush_part(struct cache *cache, int all)
+static int run_flush(struct cache *cache, int all)
 {
 	return cache_pack1_runs_put_locked(cache, cache->run_pack, &cache->runs,
 					   all);
-}
-
-static int run_flush(struct cache *cache)
-{
-	return run_flush_part(cache, 1);
 }
 
 /* Forget the runs being put (its batch is rolled back).  Caller holds the lock. */
@@ -2165,8 +2160,7 @@ static int run_put(struct cache *cache, int64_t pack, uint64_t first,
 static int cache_pack1_runs_put_locked(struct cache *cache, int64_t pack,
 				       struct cache_pack1_runs *r, int all)
 {
-	const unsigned char *p = (const unsigned char *)r->done.buf;
-	const unsigned char *end = p + r->done.len;
+	const unsigned char *p, *end;
 	int ret = 0;
 
 	if (!r->done.len && !(all && r->entries))
@@ -2220,7 +2214,7 @@ int cache_pack1_put_entry(struct cache *cache, int64_t pack,
 		return ret;
 	/* another pack's runs go first: runs are of one pack */
 	if (cache->runs.entries && cache->run_pack != pack &&
-	    (ret = run_flush(cache)))
+	    (ret = run_flush(cache, 1)))
 		goto out;
 	cache->run_pack = pack;
 	/* (a refused entry leaves the runs as they were) */
@@ -2228,7 +2222,7 @@ int cache_pack1_put_entry(struct cache *cache, int64_t pack,
 		err_wrap("cache %s", cache->path);
 		goto out;
 	}
-	ret = run_flush_part(cache, 0);
+	ret = run_flush(cache, 0);
 out:
 	unlock(cache);
 	return ret;

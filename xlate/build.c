@@ -3578,6 +3578,7 @@ int xlate_build(struct repo *repo, struct cache *cache,
 {
 	struct build b = { 0 };
 	struct early_layout early = { 0 };
+	const char *delay;
 	struct name_sum gathered = { 0 }, unread;
 	int due = 0;
 	struct buf settings = BUF_INIT;
@@ -3751,8 +3752,8 @@ int xlate_build(struct repo *repo, struct cache *cache,
 		ret = xlate_missing_store(cache, &stats->missing);
 	}
 	/* the tests' way to have the layout ready before the rows are */
-	if (early.started && getenv("XLATE_TEST_ROWS_DELAY_MS"))
-		usleep(1000 * (useconds_t)atoi(getenv("XLATE_TEST_ROWS_DELAY_MS")));
+	if (early.started && (delay = getenv("XLATE_TEST_ROWS_DELAY_MS")))
+		usleep(1000 * (useconds_t)atoi(delay));
 	if (!ret)
 		ret = cache_commit(cache);
 	else

@@ -1420,6 +1420,16 @@ static size_t layout_hold(void)
 	return v && *v ? (size_t)strtoull(v, NULL, 10) : LAYOUT_HOLD;
 }
 
+/* Whether `list` holds the layout of native pack `checksum`. */
+static int laid_out(const struct cache_pack1 *list, size_t nr,
+		    const char *checksum)
+{
+	for (size_t i = 0; i < nr; i++)
+		if (!strcmp(list[i].native, checksum))
+			return 1;
+	return 0;
+}
+
 /* Whether native pack `checksum` is finished and has no layout yet. */
 static int pack_wanted(struct cache *cache, const char *checksum)
 {
@@ -1431,13 +1441,9 @@ static int pack_wanted(struct cache *cache, const char *checksum)
 		return 0;
 	if ((ret = cache_pack1_list(cache, &list, &nr)))
 		return ret;
-	for (size_t i = 0; i < nr; i++)
-		if (!strcmp(list[i].native, checksum)) {
-			free(list);
-			return 0;
-		}
+	ret = !laid_out(list, nr, checksum);
 	free(list);
-	return 1;
+	return ret;
 }
 
 /*
@@ -1720,13 +1726,10 @@ int xlate_pack1_update(struct repo *repo, struct cache *cache,
 	}
 	for (size_t j = 0; j < natives.nr; j++) {
 		const struct odb_pack_info *info = &natives.packs[j];
-		size_t i;
 
-		for (i = 0; i < nr; i++)
-			if (!strcmp(info->checksum, list[i].native))
-				break;
 		/* laid out already (just now, maybe), or not finished yet */
-		if (i < nr || cache_pack_known(cache, info->checksum) != 1)
+		if (laid_out(list, nr, info->checksum) ||
+		    cache_pack_known(cache, info->checksum) != 1)
 			continue;
 		if ((ret = lay_out_one(&c, &own_memo, info, opts, NULL, stats)))
 			goto out;
