@@ -35,6 +35,15 @@ char *buf_detach(struct buf *b, size_t *len)
 	return p;
 }
 
+void buf_attach(struct buf *b, char *mem, size_t alloc)
+{
+	b->buf = mem;
+	b->alloc = alloc;
+	b->len = 0;
+	b->failed = 0;
+	mem[0] = '\0';
+}
+
 int buf_grow(struct buf *b, size_t extra)
 {
 	size_t need, alloc;

@@ -23,6 +23,20 @@
  * after eviction has unlinked it, so no data is copied out under a lock
  * and no lock is held while a delta is applied.
  *
+ * Memory: an entry's bytes are malloc'd by the thread that rebuilt them
+ * and let go by whichever thread evicts them, mostly another.  glibc's
+ * free() of a chunk from another thread's arena takes that arena's lock,
+ * which its owner holds for every malloc: on 2 cores the walk of the
+ * 131k-object bench blocked there 2,056 times in 0.6 s, each time with
+ * a shard's lock held (so others queued behind it), most of the walk's
+ * context switches.  So nothing is freed under a shard's lock (an
+ * eviction collects what it lets go, and dc_bury() deals with it
+ * after), and a buffer let go is kept as a spare (a few, under a share
+ * of the budget) for the next rebuild that needs that much room
+ * (delta_cache_spare()): the bytes go round between the threads without
+ * passing through free() and malloc().  The same walk then blocked in
+ * free() 65 times.
+ *
  * Keys hold pack pointers: a pack stays open as long as its odb (odb.c
  * never closes one early), so a key can never name a recycled address.
  */
@@ -35,13 +49,15 @@
 #define DC_SHARDS 16		/* power of two */
 #define DC_MIN_SLOTS 128	/* a shard's; power of two; doubles to keep
 				   load <= 1/2 */
+#define DC_SPARES 32		/* buffers kept for reuse, at most ... */
+#define DC_SPARE_SHARE 16	/* ... holding a sixteenth of the budget */
 
 struct delta_cache_entry {
 	const struct pack *pack;
 	uint64_t offset;
 	enum obj_type type;
 	char *data;
-	size_t len;
+	size_t len, alloc;		/* alloc: data's room (buf_attach()) */
 	unsigned refs;			/* guarded by its shard's lock */
 	uint8_t shard;			/* which */
 	uint8_t linked;			/* in the table and the LRU */
@@ -69,8 +85,19 @@ struct dc_shard {
 	struct delta_cache_entry *head, *tail;
 } __attribute__((aligned(64)));	/* a cache line each: no false sharing */
 
+/* Buffers of entries let go, for rebuilds to reuse; behind its lock. */
+struct dc_spares {
+	pthread_mutex_t lock;
+	size_t nr, bytes;
+	struct dc_spare {
+		char *data;
+		size_t alloc;
+	} buf[DC_SPARES];
+} __attribute__((aligned(64)));
+
 struct delta_cache {
 	struct dc_shard shard[DC_SHARDS];
+	struct dc_spares spares;
 	atomic_size_t budget;		/* bytes; 0: cache nothing */
 	atomic_size_t used;		/* bytes in linked entries, all shards */
 };
@@ -144,16 +171,72 @@ struct delta_cache *delta_cache_new(size_t budget)
 		}
 	}
 	for (int k = 0; k < DC_SHARDS; k++)
-		pthread_mutex_init(&c->shard[k].lock, NULL);
+		mutex_init_brief(&c->shard[k].lock);
+	mutex_init_brief(&c->spares.lock);
 	atomic_init(&c->budget, budget);
 	atomic_init(&c->used, 0);
 	return c;
 }
 
-static void dc_entry_free(struct delta_cache_entry *e)
+/*
+ * Entries let go, to be dealt with once no shard's lock is held: linked
+ * through ->next, which an entry out of the LRU no longer needs.
+ */
+struct dc_dead {
+	struct delta_cache_entry *first;
+};
+
+/*
+ * Keep the buffers of the entries in dead as spares while there is room,
+ * and free the rest (no lock of a shard held).
+ */
+static void dc_bury(struct delta_cache *dc, struct dc_dead *dead)
 {
-	free(e->data);
-	free(e);
+	struct dc_spares *sp = &dc->spares;
+	struct delta_cache_entry *e = dead->first, *next;
+	size_t cap;
+
+	if (!e)
+		return;
+	cap = atomic_load(&dc->budget) / DC_SPARE_SHARE;
+	pthread_mutex_lock(&sp->lock);
+	for (; e && sp->nr < DC_SPARES; e = e->next) {
+		if (!e->alloc || e->alloc > cap || sp->bytes > cap - e->alloc)
+			continue;
+		sp->buf[sp->nr].data = e->data;
+		sp->buf[sp->nr++].alloc = e->alloc;
+		sp->bytes += e->alloc;
+		e->data = NULL;
+	}
+	pthread_mutex_unlock(&sp->lock);
+	for (e = dead->first; e; e = next) {
+		next = e->next;
+		free(e->data);
+		free(e);
+	}
+	dead->first = NULL;
+}
+
+void delta_cache_spare(struct delta_cache *dc, size_t len, struct buf *out)
+{
+	struct dc_spares *sp = &dc->spares;
+	size_t best = SIZE_MAX;
+
+	if (out->alloc || len >= SIZE_MAX / 2)
+		return;
+	len++;				/* and the NUL */
+	pthread_mutex_lock(&sp->lock);
+	/* the smallest that fits, if not more than twice the room asked */
+	for (size_t i = 0; i < sp->nr; i++)
+		if (sp->buf[i].alloc >= len && sp->buf[i].alloc <= 2 * len &&
+		    (best == SIZE_MAX || sp->buf[i].alloc < sp->buf[best].alloc))
+			best = i;
+	if (best != SIZE_MAX) {
+		buf_attach(out, sp->buf[best].data, sp->buf[best].alloc);
+		sp->bytes -= sp->buf[best].alloc;
+		sp->buf[best] = sp->buf[--sp->nr];
+	}
+	pthread_mutex_unlock(&sp->lock);
 }
 
 /*
@@ -192,16 +275,18 @@ static void dc_unlink(struct delta_cache *dc, struct dc_shard *c,
 }
 
 /*
- * Take e out of the cache; it is freed now, or, if a reader holds it,
- * when its last user lets go (delta_cache_unref()).  Caller holds the
- * lock.
+ * Take e out of the cache; it goes to dead now, or, if a reader holds
+ * it, when its last user lets go (delta_cache_unref()).  Caller holds
+ * the lock.
  */
 static void dc_evict(struct delta_cache *dc, struct dc_shard *c,
-		     struct delta_cache_entry *e)
+		     struct delta_cache_entry *e, struct dc_dead *dead)
 {
 	dc_unlink(dc, c, e);
-	if (!e->refs)
-		dc_entry_free(e);
+	if (!e->refs) {
+		e->next = dead->first;
+		dead->first = e;
+	}
 }
 
 /*
@@ -209,7 +294,8 @@ static void dc_evict(struct delta_cache *dc, struct dc_shard *c,
  * than `over` bytes; 0 if none could be (busy shards are passed by: we
  * hold our own lock, and waiting for another could deadlock).
  */
-static int dc_steal(struct delta_cache *dc, struct dc_shard *self, size_t over)
+static int dc_steal(struct delta_cache *dc, struct dc_shard *self, size_t over,
+		    struct dc_dead *dead)
 {
 	size_t k0 = (size_t)(self - dc->shard);
 
@@ -220,7 +306,7 @@ static int dc_steal(struct delta_cache *dc, struct dc_shard *self, size_t over)
 		if (pthread_mutex_trylock(&y->lock))
 			continue;
 		if (y->tail && y->used > over) {
-			dc_evict(dc, y, y->tail);
+			dc_evict(dc, y, y->tail, dead);
 			took = 1;
 		}
 		pthread_mutex_unlock(&y->lock);
@@ -237,7 +323,7 @@ static int dc_steal(struct delta_cache *dc, struct dc_shard *self, size_t over)
  * last of all, when nothing else could go.
  */
 static void dc_shrink(struct delta_cache *dc, struct dc_shard *c,
-		      struct delta_cache_entry *keep)
+		      struct delta_cache_entry *keep, struct dc_dead *dead)
 {
 	size_t budget;
 
@@ -245,18 +331,30 @@ static void dc_shrink(struct delta_cache *dc, struct dc_shard *c,
 		int own = c->tail && c->tail != keep;
 
 		if (own && c->used > budget / DC_SHARDS)
-			dc_evict(dc, c, c->tail);
-		else if (dc_steal(dc, c, budget / DC_SHARDS))
+			dc_evict(dc, c, c->tail, dead);
+		else if (dc_steal(dc, c, budget / DC_SHARDS, dead))
 			continue;
 		else if (own)
-			dc_evict(dc, c, c->tail);
-		else if (dc_steal(dc, c, 0))
+			dc_evict(dc, c, c->tail, dead);
+		else if (dc_steal(dc, c, 0, dead))
 			continue;
 		else if (c->tail)	/* keep, alone here */
-			dc_evict(dc, c, c->tail);
+			dc_evict(dc, c, c->tail, dead);
 		else
 			break;
 	}
+}
+
+/* Let every spare go (no lock held but the caller's ownership). */
+static void dc_spares_drop(struct delta_cache *dc)
+{
+	struct dc_spares *sp = &dc->spares;
+
+	pthread_mutex_lock(&sp->lock);
+	while (sp->nr)
+		free(sp->buf[--sp->nr].data);
+	sp->bytes = 0;
+	pthread_mutex_unlock(&sp->lock);
 }
 
 void delta_cache_free(struct delta_cache *c)
@@ -270,22 +368,29 @@ void delta_cache_free(struct delta_cache *c)
 			struct delta_cache_entry *e = sh->head;
 
 			dc_unlink(c, sh, e);
-			dc_entry_free(e);
+			free(e->data);
+			free(e);
 		}
 		pthread_mutex_destroy(&sh->lock);
 		free(sh->slots);
 	}
+	dc_spares_drop(c);
+	pthread_mutex_destroy(&c->spares.lock);
 	free(c);
 }
 
 void delta_cache_set_budget(struct delta_cache *c, size_t budget)
 {
+	struct dc_dead dead = { NULL };
+
 	atomic_store(&c->budget, budget);
 	for (int k = 0; k < DC_SHARDS; k++) {
 		pthread_mutex_lock(&c->shard[k].lock);
-		dc_shrink(c, &c->shard[k], NULL);
+		dc_shrink(c, &c->shard[k], NULL, &dead);
 		pthread_mutex_unlock(&c->shard[k].lock);
+		dc_bury(c, &dead);
 	}
+	dc_spares_drop(c);	/* a share of the old budget */
 }
 
 size_t delta_cache_budget(struct delta_cache *c)
@@ -297,12 +402,20 @@ void delta_cache_empty(struct delta_cache *c)
 {
 	for (int k = 0; k < DC_SHARDS; k++) {
 		struct dc_shard *sh = &c->shard[k];
+		struct dc_dead dead = { NULL };
 
 		pthread_mutex_lock(&sh->lock);
 		while (sh->tail)
-			dc_evict(c, sh, sh->tail);
+			dc_evict(c, sh, sh->tail, &dead);
 		pthread_mutex_unlock(&sh->lock);
+		/* the memory is wanted back: no spares kept */
+		for (struct delta_cache_entry *e = dead.first, *next; e; e = next) {
+			next = e->next;
+			free(e->data);
+			free(e);
+		}
 	}
+	dc_spares_drop(c);
 }
 
 static void dc_touch(struct dc_shard *c, struct delta_cache_entry *e)
@@ -340,21 +453,26 @@ struct delta_cache_entry *delta_cache_get(struct delta_cache *c,
 struct delta_cache_entry *delta_cache_put(struct delta_cache *dc,
 					  const struct pack *pack,
 					  uint64_t offset, enum obj_type type,
-					  char *data, size_t len)
+					  struct buf *data)
 {
 	struct dc_shard *c = dc_shard_of(dc, pack, offset);
 	struct delta_cache_entry *e = malloc(sizeof(*e)), *old;
+	struct dc_dead dead = { NULL };
 	size_t i;
 
 	if (!e) {
-		free(data);
+		buf_release(data);
 		return NULL;
 	}
 	e->pack = pack;
 	e->offset = offset;
 	e->type = type;
-	e->data = data;
-	e->len = len;
+	e->alloc = data->alloc;
+	e->data = buf_detach(data, &e->len);
+	if (!e->data) {
+		free(e);
+		return NULL;
+	}
 	e->refs = 1;
 	e->shard = (uint8_t)(c - dc->shard);
 	e->linked = 0;
@@ -362,12 +480,12 @@ struct delta_cache_entry *delta_cache_put(struct delta_cache *dc,
 
 	pthread_mutex_lock(&c->lock);
 	/* larger than the whole budget: hand it back uncached */
-	if (len > atomic_load(&dc->budget) || 2 * c->nr >= c->nr_slots)
+	if (e->len > atomic_load(&dc->budget) || 2 * c->nr >= c->nr_slots)
 		goto out;
 	old = c->slots[dc_find(c, pack, offset)].e;
 	if (old) {
 		/* another thread rebuilt it meanwhile: the bytes are equal, keep ours */
-		dc_evict(dc, c, old);
+		dc_evict(dc, c, old, &dead);
 	}
 	i = dc_find(c, pack, offset);
 	c->slots[i].pack = pack;
@@ -380,13 +498,14 @@ struct delta_cache_entry *delta_cache_put(struct delta_cache *dc,
 	if (!c->tail)
 		c->tail = e;
 	e->linked = 1;
-	atomic_fetch_add(&dc->used, len);
-	c->used += len;
+	atomic_fetch_add(&dc->used, e->len);
+	c->used += e->len;
 	c->nr++;
-	dc_shrink(dc, c, e);
+	dc_shrink(dc, c, e, &dead);
 	dc_maybe_grow(c);
 out:
 	pthread_mutex_unlock(&c->lock);
+	dc_bury(dc, &dead);
 	return e;
 }
 
@@ -401,8 +520,12 @@ void delta_cache_unref(struct delta_cache *c, struct delta_cache_entry *e)
 	pthread_mutex_lock(&sh->lock);
 	gone = --e->refs == 0 && !e->linked;
 	pthread_mutex_unlock(&sh->lock);
-	if (gone)
-		dc_entry_free(e);
+	if (gone) {
+		struct dc_dead dead = { e };
+
+		e->next = NULL;
+		dc_bury(c, &dead);
+	}
 }
 
 const unsigned char *delta_cache_data(const struct delta_cache_entry *e,

@@ -82,7 +82,7 @@ int err_wrap(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * buffer points at a shared, read-only "\0"), and buf[len] == '\0', so
  * text can be used as a C string; objects may contain NULs, so lengths
  * always travel with the pointer.  buf_detach() is the only way to take
- * ownership of the bytes.
+ * ownership of the bytes, and buf_attach() the only way to give it.
  */
 struct buf {
 	char *buf;
@@ -102,6 +102,8 @@ extern char buf_empty_[];
 void buf_init(struct buf *b);
 void buf_release(struct buf *b);	/* free, and leave b empty and usable */
 char *buf_detach(struct buf *b, size_t *len);
+/* The other way: b (empty, owning nothing) takes mem, malloc'd, of alloc bytes. */
+void buf_attach(struct buf *b, char *mem, size_t alloc);
 int buf_grow(struct buf *b, size_t extra);	/* room for extra more bytes */
 int buf_add(struct buf *b, const void *data, size_t len);
 int buf_addstr(struct buf *b, const char *s);

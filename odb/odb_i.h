@@ -276,14 +276,19 @@ struct delta_cache_entry *delta_cache_get(struct delta_cache *cache,
 					  const struct pack *pack,
 					  uint64_t offset);
 /*
- * Insert a copy-free entry taking ownership of data (malloc'd, len bytes,
- * with a NUL after them), and return it referenced; on failure the data
- * is freed and NULL returned.
+ * Insert a copy-free entry taking data's bytes (data is left empty), and
+ * return it referenced; on failure the bytes are freed and NULL returned.
  */
 struct delta_cache_entry *delta_cache_put(struct delta_cache *cache,
 					  const struct pack *pack,
 					  uint64_t offset, enum obj_type type,
-					  char *data, size_t len);
+					  struct buf *data);
+/*
+ * Give out, which must own no bytes yet, the buffer of an entry let go
+ * that has room for len bytes (and a NUL), if one is kept: what a base
+ * about to be rebuilt and put is made in.  out stays empty otherwise.
+ */
+void delta_cache_spare(struct delta_cache *cache, size_t len, struct buf *out);
 void delta_cache_unref(struct delta_cache *cache,
 		       struct delta_cache_entry *entry);
 const unsigned char *delta_cache_data(const struct delta_cache_entry *e,

@@ -342,6 +342,17 @@ static int chain_next(const struct pack *pack, const struct chain *ch,
 	return 0;
 }
 
+/* A spare buffer for the result of delta, a base to be put in the cache. */
+static void spare_for(struct delta_cache *cache, const struct buf *delta,
+		      struct buf *out)
+{
+	const unsigned char *p = (const unsigned char *)delta->buf;
+	size_t base_size, result_size;
+
+	if (!delta_sizes(&p, p + delta->len, &base_size, &result_size))
+		delta_cache_spare(cache, result_size, out);
+}
+
 int pack_read(struct pack *pack, uint64_t offset, enum obj_type *type,
 	      struct buf *out)
 {
@@ -379,11 +390,10 @@ int pack_read(struct pack *pack, uint64_t offset, enum obj_type *type,
 			chain_release(&ch);
 			return 0;
 		}
+		delta_cache_spare(pack->cache, e.size, &tmp);
 		if ((ret = pack_inflate(pack, &e, &tmp)))
 			goto fail;
-		blen = tmp.len;
-		base = delta_cache_put(pack->cache, pack, cur, e.type,
-				       buf_detach(&tmp, NULL), blen);
+		base = delta_cache_put(pack->cache, pack, cur, e.type, &tmp);
 		if (!base) {
 			ret = err_set(XL_ENOMEM, "out of memory");
 			goto fail;
@@ -396,8 +406,11 @@ int pack_read(struct pack *pack, uint64_t offset, enum obj_type *type,
 		struct buf *dst = i ? &tmp : out;
 
 		cur = ch.links[i].offset;
-		if ((ret = pack_inflate(pack, &ch.links[i], &delta)) ||
-		    (ret = delta_apply(bdata, blen,
+		if ((ret = pack_inflate(pack, &ch.links[i], &delta)))
+			goto fail;
+		if (i)
+			spare_for(pack->cache, &delta, &tmp);
+		if ((ret = delta_apply(bdata, blen,
 				       (const unsigned char *)delta.buf,
 				       delta.len, dst)))
 			goto fail;
@@ -405,9 +418,7 @@ int pack_read(struct pack *pack, uint64_t offset, enum obj_type *type,
 		base = NULL;
 		if (!i)
 			break;
-		blen = tmp.len;
-		base = delta_cache_put(pack->cache, pack, cur, *type,
-				       buf_detach(&tmp, NULL), blen);
+		base = delta_cache_put(pack->cache, pack, cur, *type, &tmp);
 		if (!base) {
 			ret = err_set(XL_ENOMEM, "out of memory");
 			goto fail;

@@ -462,13 +462,15 @@ TEST(header_runs_past_data_end)
 
 /* ---- the delta-base cache ------------------------------------------- */
 
-static char *bytes_of(const char *s)
+/* A buffer holding s (what delta_cache_put() takes). */
+static struct buf *bytes_of(const char *s)
 {
-	char *p = strdup(s);
+	static __thread struct buf b;
 
-	if (!p)
+	buf_init(&b);
+	if (buf_addstr(&b, s))
 		abort();
-	return p;
+	return &b;
 }
 
 /*
@@ -486,7 +488,7 @@ TEST(delta_cache_empty)
 
 	CHECK(c);
 	for (uint64_t off = 12; off < 12 + 100; off += 10) {
-		e = delta_cache_put(c, &pack, off, OBJ_TREE, bytes_of("base"), 4);
+		e = delta_cache_put(c, &pack, off, OBJ_TREE, bytes_of("base"));
 		CHECK(e);
 		delta_cache_unref(c, e);
 	}
@@ -499,7 +501,7 @@ TEST(delta_cache_empty)
 	CHECK_MEM(delta_cache_data(held, &len, NULL), "base", 4);
 	CHECK_INT(len, 4);
 	delta_cache_unref(c, held);	/* freed now: ASan says if not */
-	e = delta_cache_put(c, &pack, 42, OBJ_TREE, bytes_of("again"), 5);
+	e = delta_cache_put(c, &pack, 42, OBJ_TREE, bytes_of("again"));
 	CHECK(e);
 	delta_cache_unref(c, e);
 	e = delta_cache_get(c, &pack, 42);
@@ -509,15 +511,21 @@ TEST(delta_cache_empty)
 	delta_cache_free(c);
 }
 
-/* A kilobyte whose bytes say which offset it was made for. */
-static char *kib_for(uint64_t off)
+/*
+ * A kilobyte whose bytes say which offset it was made for, in a spare
+ * buffer of c's when one fits.
+ */
+static struct buf *kib_for(struct delta_cache *c, uint64_t off)
 {
-	char *p = malloc(1024);
+	static __thread struct buf b;
 
-	if (!p)
+	buf_init(&b);
+	delta_cache_spare(c, 1024, &b);
+	if (buf_grow(&b, 1024))
 		abort();
-	memset(p, (int)(off % 251), 1024);
-	return p;
+	memset(b.buf, (int)(off % 251), 1024);
+	buf_setlen(&b, 1024);
+	return &b;
 }
 
 static int kib_is_for(const unsigned char *p, size_t len, uint64_t off)
@@ -545,7 +553,7 @@ TEST(delta_cache_budget_is_the_whole_cache_s)
 
 	CHECK(c);
 	for (uint64_t off = 0; off < 2000 * 7; off += 7) {
-		e = delta_cache_put(c, &pack, off, OBJ_BLOB, kib_for(off), 1024);
+		e = delta_cache_put(c, &pack, off, OBJ_BLOB, kib_for(c, off));
 		CHECK(e);
 		delta_cache_unref(c, e);
 		held = 0;
@@ -576,6 +584,69 @@ TEST(delta_cache_budget_is_the_whole_cache_s)
 	delta_cache_free(c);
 }
 
+/*
+ * An entry's buffer, let go, comes back as a spare for a rebuild that
+ * needs about as much room: the same bytes, not a fresh malloc.  Not
+ * one much bigger than asked (the cache counts lengths, not room), and
+ * none once the cache is emptied (odb_release_memory() wants the memory
+ * back).  ASan checks that nothing is freed twice or lost.
+ */
+TEST(delta_cache_spares)
+{
+	struct delta_cache *c = delta_cache_new(64 * 1024);
+	struct pack pack = { 0 };
+	struct delta_cache_entry *e;
+	struct buf b = BUF_INIT;
+	const unsigned char *first;
+	size_t len;
+	int reused = 0;
+
+	CHECK(c);
+	delta_cache_spare(c, 1024, &b);
+	CHECK_INT(b.alloc, 0);		/* nothing let go yet */
+	e = delta_cache_put(c, &pack, 0, OBJ_BLOB, kib_for(c, 0));
+	CHECK(e);
+	first = delta_cache_data(e, &len, NULL);
+	delta_cache_unref(c, e);
+	/* more kilobytes push it out; the next is made in its buffer */
+	for (uint64_t off = 7; off < 1000 * 7 && !reused; off += 7) {
+		e = delta_cache_put(c, &pack, off, OBJ_BLOB, kib_for(c, off));
+		CHECK(e);
+		reused = delta_cache_data(e, &len, NULL) == first;
+		delta_cache_unref(c, e);
+	}
+	CHECK_INT(reused, 1);
+	CHECK(!delta_cache_get(c, &pack, 0));
+	/* one let go now is kept, and given out */
+	e = delta_cache_put(c, &pack, 999, OBJ_BLOB, kib_for(c, 999));
+	delta_cache_unref(c, e);
+	delta_cache_spare(c, 1024, &b);
+	CHECK(b.alloc >= 1025);
+	e = delta_cache_put(c, &pack, 998, OBJ_BLOB, &b);
+	CHECK(e);
+	CHECK_INT(b.alloc, 0);		/* taken */
+	delta_cache_unref(c, e);
+	/* the buffers go round, and every entry holds what was put */
+	for (uint64_t off = 7; off < 1000 * 7; off += 7)
+		if ((e = delta_cache_get(c, &pack, off))) {
+			CHECK(kib_is_for(delta_cache_data(e, &len, NULL), len, off));
+			delta_cache_unref(c, e);
+		}
+	/* a spare for a kilobyte, not for ten bytes */
+	e = delta_cache_put(c, &pack, 1000, OBJ_BLOB, kib_for(c, 1000));
+	delta_cache_unref(c, e);
+	delta_cache_spare(c, 10, &b);
+	CHECK_INT(b.alloc, 0);
+	delta_cache_spare(c, 1000, &b);
+	CHECK(b.alloc >= 1001);
+	buf_release(&b);
+	/* emptied: no spares either */
+	delta_cache_empty(c);
+	delta_cache_spare(c, 1024, &b);
+	CHECK_INT(b.alloc, 0);
+	delta_cache_free(c);
+}
+
 struct hammer {
 	struct delta_cache *c;
 	struct pack *pack;
@@ -598,7 +669,7 @@ static void *hammer_main(void *arg)
 		off = (h->seed >> 8) % 512;
 		if (!(e = delta_cache_get(h->c, h->pack, off)))
 			e = delta_cache_put(h->c, h->pack, off, OBJ_TREE,
-					    kib_for(off), 1024);
+					    kib_for(h->c, off));
 		if (!e) {
 			h->bad++;
 			continue;
@@ -720,6 +791,7 @@ const struct test tests[] = {
 	T(header_runs_past_data_end),
 	T(delta_cache_empty),
 	T(delta_cache_budget_is_the_whole_cache_s),
+	T(delta_cache_spares),
 	T(delta_cache_threads),
 	T(delta_types_remembered),
 	{ NULL, NULL },
