@@ -140,6 +140,22 @@ int cache_set_page_cache(struct cache *cache, unsigned kib);
  * cache refills as it is read.
  */
 void cache_release_memory(struct cache *cache);
+/*
+ * Checkpoints copy what the WAL holds into the file and sync both; the
+ * connection runs one after a commit that leaves the WAL over
+ * CACHE_WAL_AUTOCHECKPOINT pages (sqlite's way), before the commit
+ * returns.  cache_defer_checkpoints(cache, 1) stops that; with 0 it
+ * checkpoints now and goes back to it.  cache_checkpoint_aside() runs
+ * one on a connection of its own, so that it can go on while this
+ * connection writes (a checkpoint copies only what is committed, and
+ * does not stop a writer): how a first build has its rows copied into
+ * the file while its packs' layout goes into the WAL.  0 or XL_EIO;
+ * a checkpoint that finds the file busy is not an error (the next one
+ * copies what this one could not).
+ */
+#define CACHE_WAL_AUTOCHECKPOINT 1000	/* pages: sqlite's default */
+int cache_defer_checkpoints(struct cache *cache, int defer);
+int cache_checkpoint_aside(struct cache *cache);
 const char *cache_path(const struct cache *cache);	/* borrowed, until close */
 
 /*

@@ -1018,6 +1018,63 @@ void cache_release_memory(struct cache *cache)
 	pthread_mutex_unlock(&cache->lock);
 }
 
+int cache_checkpoint_aside(struct cache *cache)
+{
+	sqlite3 *db = NULL;
+	int rc, ret = 0;
+
+	/* not SQLITE_OPEN_CREATE: the file is there, or something is wrong */
+	rc = sqlite3_open_v2(cache->path, &db,
+			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1,
+				       NULL);
+	/* a connection knows the file is in WAL mode once it has read it */
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(db, "PRAGMA schema_version", NULL, NULL, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_wal_checkpoint_v2(db, NULL,
+					       SQLITE_CHECKPOINT_PASSIVE,
+					       NULL, NULL);
+	/* busy: someone else checkpoints, or a reader holds old pages */
+	if (rc != SQLITE_OK && (rc & 0xff) != SQLITE_BUSY &&
+	    (rc & 0xff) != SQLITE_LOCKED)
+		ret = err_set(XL_EIO, "cache %s: checkpoint: %s", cache->path,
+			      db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+	sqlite3_close(db);
+	return ret;
+}
+
+int cache_defer_checkpoints(struct cache *cache, int defer)
+{
+	int rc = SQLITE_OK, ret = 0;
+
+	if (pthread_mutex_lock(&cache->lock))
+		return err_set(XL_EIO, "cache %s: lock failed", cache->path);
+	if (defer) {
+		rc = sqlite3_wal_autocheckpoint(cache->db, 0);
+	} else {
+		rc = sqlite3_wal_checkpoint_v2(cache->db, NULL,
+					       SQLITE_CHECKPOINT_PASSIVE,
+					       NULL, NULL);
+		/* busy: a reader holds old pages; a later commit goes on */
+		if ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED)
+			rc = SQLITE_OK;
+		if (rc == SQLITE_OK)
+			rc = sqlite3_wal_autocheckpoint(cache->db,
+							CACHE_WAL_AUTOCHECKPOINT);
+		else
+			sqlite3_wal_autocheckpoint(cache->db,
+						   CACHE_WAL_AUTOCHECKPOINT);
+	}
+	if (rc != SQLITE_OK)
+		ret = err_set(XL_EIO, "cache %s: %s checkpoints: %s", cache->path,
+			      defer ? "deferring" : "resuming",
+			      sqlite3_errstr(rc));
+	pthread_mutex_unlock(&cache->lock);
+	return ret;
+}
+
 void cache_close(struct cache *cache)
 {
 	if (!cache)

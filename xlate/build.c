@@ -3135,6 +3135,7 @@ struct early_layout {
 					   else the build's error */
 	int ret;			/* the layout's, once joined */
 	char errmsg[1024];		/* and its message */
+	int deferred;			/* the cache's checkpoints wait for it */
 };
 
 static int early_finishing(void *data, const char *checksum)
@@ -3200,18 +3201,47 @@ static void early_start(struct early_layout *el, struct build *b)
 }
 
 /*
- * Open the gate (`ret`: the build's batch is committed, or why not) and
- * wait for the layout: `ret` if the build failed, else the layout's.
+ * Open the gate, once: `ret` says the build's batch is committed (0) or
+ * why not.
  */
-static int early_finish(struct early_layout *el, int ret)
+static void early_open(struct early_layout *el, int ret)
 {
 	/* a failed build's layout stops at its next window, not its end */
 	if (ret)
 		atomic_store(&el->failed, 1);
 	pthread_mutex_lock(&el->lock);
-	el->state = ret ? ret : 1;
+	if (!el->state)
+		el->state = ret ? ret : 1;
 	pthread_cond_broadcast(&el->opened);
 	pthread_mutex_unlock(&el->lock);
+}
+
+/*
+ * The rows went into the WAL with no checkpoint after them
+ * (cache_defer_checkpoints()), so that the layout, waiting at the gate
+ * when they are committed, could go on at once: here the rows are
+ * copied into the file on a connection of our own while the layout
+ * writes its runs into the WAL, where before the layout waited for that
+ * copy and its two syncs.  The layout's own pages are copied once it is
+ * done.  A checkpoint that fails costs only time: the next one copies
+ * the same pages.
+ */
+static void early_checkpoint(struct early_layout *el)
+{
+	if (!el->deferred || el->state != 1)
+		return;
+	if (cache_checkpoint_aside(el->b->cache))
+		err_clear();
+}
+
+/*
+ * Open the gate if not yet (`ret`: the build's batch is committed, or
+ * why not) and wait for the layout: `ret` if the build failed, else the
+ * layout's.
+ */
+static int early_finish(struct early_layout *el, int ret)
+{
+	early_open(el, ret);
 	pthread_join(el->tid, NULL);
 	el->started = 0;
 	pthread_cond_destroy(&el->opened);
@@ -3754,10 +3784,15 @@ int xlate_build(struct repo *repo, struct cache *cache,
 	/* the tests' way to have the layout ready before the rows are */
 	if (early.started && (delay = getenv("XLATE_TEST_ROWS_DELAY_MS")))
 		usleep(1000 * (useconds_t)atoi(delay));
+	/* the rows' checkpoint goes on beside the layout: early_checkpoint() */
+	if (!ret && early.started && !(ret = cache_defer_checkpoints(cache, 1)))
+		early.deferred = 1;
 	if (!ret)
 		ret = cache_commit(cache);
 	else
 		cache_rollback(cache);
+	if (early.started)
+		early_open(&early, ret);
 	/* earlier batches may have committed refusals even if this one failed */
 	if (b.collided)
 		xlate_memo_clear(opts->memo);
@@ -3792,13 +3827,21 @@ int xlate_build(struct repo *repo, struct cache *cache,
 		odb_release_memory(b.odb);
 		malloc_trim(0);
 	}
-	if (early.started)
+	if (early.started) {
+		early_checkpoint(&early);
 		ret = early_finish(&early, ret);
-	else if (!ret && opts->pack1)
+	} else if (!ret && opts->pack1) {
 		ret = lay_out(&b, NULL);
+	}
 	stats->secs_layout = seconds() - t1;
 	if (!ret)
 		ret = remember_ref_names(&b);
+	if (early.deferred) {
+		int cret = cache_defer_checkpoints(cache, 0);
+
+		early.deferred = 0;
+		ret = ret ? ret : cret;
+	}
 	/*
 	 * The recent rows grow only by what a build stores, so one that
 	 * stored nothing need not count them (a count is a scan of them).
@@ -3817,6 +3860,8 @@ int xlate_build(struct repo *repo, struct cache *cache,
 out:
 	if (early.started)
 		early_finish(&early, ret ? ret : XL_EIO);
+	if (early.deferred)
+		cache_defer_checkpoints(cache, 0);	/* the daemon's goes on */
 	if (b.big)
 		odb_set_delta_cache_limit(b.odb, bases);
 	buf_release(&settings);

@@ -1932,6 +1932,62 @@ static int same_rows(const char *a, const char *b, const char *sql)
  * readers know: runs that end by bytes, by count and at a gap, and an
  * entry refused whole.
  */
+static off_t file_size(const char *suffix)
+{
+	char p[400];
+	struct stat st;
+
+	snprintf(p, sizeof(p), "%s%s", db_path, suffix);
+	return stat(p, &st) ? -1 : st.st_size;
+}
+
+/*
+ * Deferred, a commit leaves its pages in the WAL however many there are;
+ * a checkpoint aside (its own connection) copies them into the file
+ * while this connection keeps writing; resumed, sqlite's checkpoints
+ * after a big commit are back.
+ */
+TEST(checkpoints_deferred_and_aside)
+{
+	struct cache *c;
+	off_t empty, aside;
+
+	scratch_begin();
+	c = open_ok(&hash_sha256, NULL);
+	if (!c)
+		goto out;
+	empty = file_size("");
+	CHECK_INT(cache_defer_checkpoints(c, 1), 0);
+	/* 40,000 rows: some 1,500 pages with their index, over 1,000 */
+	CHECK_INT(cache_begin(c), 0);
+	CHECK_INT(put_range(c, 0, 40000), 0);
+	CHECK_INT(cache_commit(c), 0);
+	CHECK_INT(file_size(""), empty);	/* all in the WAL still */
+	CHECK(file_size("-wal") > 4 << 20);
+	/* copied aside, while this connection writes another batch */
+	CHECK_INT(cache_begin(c), 0);
+	CHECK_INT(put_range(c, 40000, 40100), 0);
+	CHECK_INT(cache_checkpoint_aside(c), 0);
+	aside = file_size("");
+	CHECK(aside > 4 << 20);
+	CHECK_INT(cache_commit(c), 0);
+	CHECK_INT(file_size(""), aside);	/* the batch after it is not */
+	CHECK_INT(has(c, 39999), 1);
+	CHECK_INT(has(c, 40099), 1);
+	/* resumed: checkpointed now, and after each big commit again */
+	CHECK_INT(cache_defer_checkpoints(c, 0), 0);
+	CHECK(file_size("") > aside);
+	aside = file_size("");
+	CHECK_INT(cache_begin(c), 0);
+	CHECK_INT(put_range(c, 100000, 140000), 0);
+	CHECK_INT(cache_commit(c), 0);
+	CHECK(file_size("") > aside + (4 << 20));
+	cache_close(c);
+	CHECK(quick_check_ok(db_path));
+out:
+	scratch_end();
+}
+
 TEST(pack1_runs_held)
 {
 	enum { N = 300 };
@@ -2813,6 +2869,7 @@ const struct test tests[] = {
 	T(corrupt_foreign_application),
 	T(corrupt_future_version),
 	T(pack1_layouts),
+	T(checkpoints_deferred_and_aside),
 	T(pack1_runs_held),
 	T(pack1_runs),
 	T(ref_names),
