@@ -685,6 +685,34 @@ int cache_commit(struct cache *cache)
 	return ret;
 }
 
+int cache_defer_checkpoints(struct cache *cache, int defer)
+{
+	int rc, ret;
+
+	if ((ret = lock(cache)))
+		return ret;
+	if (defer) {
+		rc = sqlite3_wal_autocheckpoint(cache->db, 0);
+	} else {
+		rc = sqlite3_wal_checkpoint_v2(cache->db, NULL,
+					       SQLITE_CHECKPOINT_PASSIVE,
+					       NULL, NULL);
+		/* busy: a reader holds old pages; a later commit goes on */
+		if ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED)
+			rc = SQLITE_OK;
+		/* back to sqlite's way whatever the checkpoint said */
+		if (sqlite3_wal_autocheckpoint(cache->db,
+					       CACHE_WAL_AUTOCHECKPOINT) != SQLITE_OK &&
+		    rc == SQLITE_OK)
+			rc = SQLITE_ERROR;
+	}
+	if (rc != SQLITE_OK)
+		ret = cache_db_err(cache, rc, defer ? "deferring checkpoints" :
+				   "checkpointing");
+	unlock(cache);
+	return ret;
+}
+
 void cache_rollback(struct cache *cache)
 {
 	if (lock(cache))

@@ -149,9 +149,10 @@ void cache_release_memory(struct cache *cache);
  * one on a connection of its own, so that it can go on while this
  * connection writes (a checkpoint copies only what is committed, and
  * does not stop a writer): how a first build has its rows copied into
- * the file while its packs' layout goes into the WAL.  0 or XL_EIO;
- * a checkpoint that finds the file busy is not an error (the next one
- * copies what this one could not).
+ * the file while its packs' layout goes into the WAL.  0, or XL_EIO
+ * (XL_ENOMEM, XL_ECORRUPT as sqlite says); a checkpoint that finds the
+ * file busy is not an error (the next one copies what this one could
+ * not).
  */
 #define CACHE_WAL_AUTOCHECKPOINT 1000	/* pages: sqlite's default */
 int cache_defer_checkpoints(struct cache *cache, int defer);

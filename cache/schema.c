@@ -1045,36 +1045,6 @@ int cache_checkpoint_aside(struct cache *cache)
 	return ret;
 }
 
-int cache_defer_checkpoints(struct cache *cache, int defer)
-{
-	int rc = SQLITE_OK, ret = 0;
-
-	if (pthread_mutex_lock(&cache->lock))
-		return err_set(XL_EIO, "cache %s: lock failed", cache->path);
-	if (defer) {
-		rc = sqlite3_wal_autocheckpoint(cache->db, 0);
-	} else {
-		rc = sqlite3_wal_checkpoint_v2(cache->db, NULL,
-					       SQLITE_CHECKPOINT_PASSIVE,
-					       NULL, NULL);
-		/* busy: a reader holds old pages; a later commit goes on */
-		if ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED)
-			rc = SQLITE_OK;
-		if (rc == SQLITE_OK)
-			rc = sqlite3_wal_autocheckpoint(cache->db,
-							CACHE_WAL_AUTOCHECKPOINT);
-		else
-			sqlite3_wal_autocheckpoint(cache->db,
-						   CACHE_WAL_AUTOCHECKPOINT);
-	}
-	if (rc != SQLITE_OK)
-		ret = err_set(XL_EIO, "cache %s: %s checkpoints: %s", cache->path,
-			      defer ? "deferring" : "resuming",
-			      sqlite3_errstr(rc));
-	pthread_mutex_unlock(&cache->lock);
-	return ret;
-}
-
 void cache_close(struct cache *cache)
 {
 	if (!cache)

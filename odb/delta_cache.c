@@ -178,6 +178,12 @@ struct delta_cache *delta_cache_new(size_t budget)
 	return c;
 }
 
+static void dc_entry_free(struct delta_cache_entry *e)
+{
+	free(e->data);
+	free(e);
+}
+
 /*
  * Entries let go, to be dealt with once no shard's lock is held: linked
  * through ->next, which an entry out of the LRU no longer needs.
@@ -186,6 +192,16 @@ struct dc_dead {
 	struct delta_cache_entry *first;
 };
 
+/* Free the entries in dead, spares or not. */
+static void dc_free_dead(struct dc_dead *dead)
+{
+	for (struct delta_cache_entry *e = dead->first, *next; e; e = next) {
+		next = e->next;
+		dc_entry_free(e);
+	}
+	dead->first = NULL;
+}
+
 /*
  * Keep the buffers of the entries in dead as spares while there is room,
  * and free the rest (no lock of a shard held).
@@ -193,7 +209,7 @@ struct dc_dead {
 static void dc_bury(struct delta_cache *dc, struct dc_dead *dead)
 {
 	struct dc_spares *sp = &dc->spares;
-	struct delta_cache_entry *e = dead->first, *next;
+	struct delta_cache_entry *e = dead->first;
 	size_t cap;
 
 	if (!e)
@@ -209,12 +225,7 @@ static void dc_bury(struct delta_cache *dc, struct dc_dead *dead)
 		e->data = NULL;
 	}
 	pthread_mutex_unlock(&sp->lock);
-	for (e = dead->first; e; e = next) {
-		next = e->next;
-		free(e->data);
-		free(e);
-	}
-	dead->first = NULL;
+	dc_free_dead(dead);
 }
 
 void delta_cache_spare(struct delta_cache *dc, size_t len, struct buf *out)
@@ -368,8 +379,7 @@ void delta_cache_free(struct delta_cache *c)
 			struct delta_cache_entry *e = sh->head;
 
 			dc_unlink(c, sh, e);
-			free(e->data);
-			free(e);
+			dc_entry_free(e);
 		}
 		pthread_mutex_destroy(&sh->lock);
 		free(sh->slots);
@@ -384,13 +394,13 @@ void delta_cache_set_budget(struct delta_cache *c, size_t budget)
 	struct dc_dead dead = { NULL };
 
 	atomic_store(&c->budget, budget);
+	dc_spares_drop(c);	/* a share of the old budget */
 	for (int k = 0; k < DC_SHARDS; k++) {
 		pthread_mutex_lock(&c->shard[k].lock);
 		dc_shrink(c, &c->shard[k], NULL, &dead);
 		pthread_mutex_unlock(&c->shard[k].lock);
-		dc_bury(c, &dead);
+		dc_free_dead(&dead);
 	}
-	dc_spares_drop(c);	/* a share of the old budget */
 }
 
 size_t delta_cache_budget(struct delta_cache *c)
@@ -408,12 +418,7 @@ void delta_cache_empty(struct delta_cache *c)
 		while (sh->tail)
 			dc_evict(c, sh, sh->tail, &dead);
 		pthread_mutex_unlock(&sh->lock);
-		/* the memory is wanted back: no spares kept */
-		for (struct delta_cache_entry *e = dead.first, *next; e; e = next) {
-			next = e->next;
-			free(e->data);
-			free(e);
-		}
+		dc_free_dead(&dead);	/* the memory is wanted back */
 	}
 	dc_spares_drop(c);
 }
