@@ -387,7 +387,7 @@ static int row_object(struct cache *cache, sqlite3_stmt *st,
 	memset(out, 0, sizeof(*out));
 	if ((ret = column_oid(cache, st, 0, cache->algo, 0, &out->sha256)) < 0)
 		goto fail;
-	if ((ret = column_oid(cache, st, 1, &hash_sha1, 1, &out->sha1)) < 0)
+	if ((ret = column_oid(cache, st, 1, cache->other, 1, &out->sha1)) < 0)
 		goto fail;
 	untranslatable = ret;
 	type = sqlite3_column_int64(st, 2);
@@ -512,7 +512,7 @@ int cache_get_by_sha1(struct cache *cache, const struct oid *sha1,
 	int ret;
 
 	memset(out, 0, sizeof(*out));
-	if ((ret = check_oid(cache, sha1, &hash_sha1, "lookup key")))
+	if ((ret = check_oid(cache, sha1, cache->other, "lookup key")))
 		return ret;
 	return get(cache, ST_GET1, sha1, out);
 }
@@ -531,7 +531,7 @@ static int prefix_range(struct cache *cache, const struct hash_algo *algo,
 {
 	if (algo == cache->algo)
 		*which = range;
-	else if (algo == &hash_sha1)
+	else if (algo == cache->other)
 		*which = range1;
 	else
 		return err_set(XL_EINVALID, "cache %s: no %s names stored",
@@ -766,7 +766,7 @@ static int check_object(struct cache *cache, const struct cache_object *obj)
 	if ((ret = check_oid(cache, &obj->sha256, cache->algo, "object name")))
 		return ret;
 	if (translatable &&
-	    (ret = check_oid(cache, &obj->sha1, &hash_sha1, "SHA-1 name")))
+	    (ret = check_oid(cache, &obj->sha1, cache->other, "other name")))
 		return ret;
 	if (obj->type < OBJ_COMMIT || obj->type > OBJ_TAG)
 		return err_set(XL_EINVALID, "cache %s: object type %d",
@@ -1256,7 +1256,7 @@ int cache_put_gitlink(struct cache *cache, const struct oid *tree,
 	    (ret = check_oid(cache, commit256, cache->algo, "gitlink commit")))
 		return ret;
 	if (commit1 && commit1->algo &&
-	    (ret = check_oid(cache, commit1, &hash_sha1, "gitlink SHA-1 commit")))
+	    (ret = check_oid(cache, commit1, cache->other, "gitlink's other commit name")))
 		return ret;
 	/* paths come out as C strings, so they may not hold a NUL */
 	if (!path || !path_len || path_len > INT32_MAX ||
@@ -1297,8 +1297,8 @@ static int pair_get(struct cache *cache, enum cache_stmt by_own,
 	memset(out, 0, sizeof(*out));
 	if (in && in->algo == cache->algo) {
 		st = cache->stmt[by_own];
-		out_algo = &hash_sha1;
-	} else if (in && in->algo == &hash_sha1) {
+		out_algo = cache->other;
+	} else if (in && in->algo == cache->other) {
 		st = cache->stmt[by_sha1];
 		out_algo = cache->algo;
 	} else {
@@ -1600,7 +1600,7 @@ int cache_for_each_gitlink(struct cache *cache, cache_gitlink_fn fn,
 		if ((ret = column_oid(cache, st, 0, cache->algo, 0, &tree)) ||
 		    (ret = column_oid(cache, st, 2, cache->algo, 0, &c256)))
 			break;
-		if ((null1 = column_oid(cache, st, 3, &hash_sha1, 1, &c1)) < 0) {
+		if ((null1 = column_oid(cache, st, 3, cache->other, 1, &c1)) < 0) {
 			ret = null1;
 			break;
 		}
@@ -1636,7 +1636,7 @@ static int each_pair(struct cache *cache, enum cache_stmt id, const char *what,
 		return ret;
 	while ((ret = step(cache, st, what)) == SQLITE_ROW) {
 		if ((ret = column_oid(cache, st, 0, cache->algo, 0, &o256)) ||
-		    (ret = column_oid(cache, st, 1, &hash_sha1, 0, &o1)) ||
+		    (ret = column_oid(cache, st, 1, cache->other, 0, &o1)) ||
 		    (ret = fn(&o256, &o1, data)))
 			break;
 	}
@@ -1663,8 +1663,8 @@ int cache_ref_names_set(struct cache *cache, const struct oid *pairs,
 	for (size_t i = 0; i < nr; i++)
 		if ((ret = check_oid(cache, &pairs[2 * i], cache->algo,
 				     "ref name")) ||
-		    (ret = check_oid(cache, &pairs[2 * i + 1], &hash_sha1,
-				     "SHA-1 name")))
+		    (ret = check_oid(cache, &pairs[2 * i + 1], cache->other,
+				     "other name")))
 			return ret;
 	if ((ret = lock(cache)))
 		return ret;
@@ -1816,7 +1816,7 @@ int cache_put_known(struct cache *cache, const struct oid *sha256,
 	int ret;
 
 	if ((ret = check_oid(cache, sha256, cache->algo, "known name")) ||
-	    (ret = check_oid(cache, sha1, &hash_sha1, "known SHA-1 name")))
+	    (ret = check_oid(cache, sha1, cache->other, "known other name")))
 		return ret;
 	if ((ret = lock(cache)))
 		return ret;

@@ -9,6 +9,12 @@
  * packs have been fully processed, so that a later build only looks at
  * what is new, and the gitlinks the build resolved.
  *
+ * Names are spoken of as SHA-256 (the repository's own, "primary") and
+ * SHA-1 (their translation).  A SHA-1 repository's cache, opened with
+ * hash_sha1, goes the other way round: its primary names are SHA-1 and
+ * the fields and functions named "sha1" carry SHA-256 names (the cache's
+ * `other` algorithm, hash_algo_other()).
+ *
  * Where: by default `<git dir>/xlatefs-cache.sqlite` (beside the
  * repository's own files; for a linked worktree, in the main one's git
  * dir, since objects are shared), or, when that directory is not
@@ -42,7 +48,10 @@
 
 struct cache;
 
-/* One object as the cache knows it. */
+/*
+ * One object as the cache knows it.  sha256 is its primary name, sha1
+ * its translated one, whichever algorithms they are (see above).
+ */
 struct cache_object {
 	struct oid sha256;
 	struct oid sha1;	/* sha1.algo == NULL: untranslatable */
@@ -158,6 +167,8 @@ void cache_release_memory(struct cache *cache);
 int cache_defer_checkpoints(struct cache *cache, int defer);
 int cache_checkpoint_aside(struct cache *cache);
 const char *cache_path(const struct cache *cache);	/* borrowed, until close */
+/* The algorithm of the translated names: hash_algo_other() of the cache's. */
+const struct hash_algo *cache_other(const struct cache *cache);
 
 /*
  * Settings that change the answers.  cache_check_settings() compares

@@ -105,7 +105,8 @@ extern const char *const cache_stmt_sql[ST__COUNT];
  * One open cache.  Every field but `lock` is guarded by `lock`, which is
  * an error-checking mutex so that a call from inside a cache_for_each
  * callback fails with XL_EINVALID instead of deadlocking.  `path`,
- * `algo`, `warn` and `warn_data` are immutable after cache_open().
+ * `algo`, `other`, `warn` and `warn_data` are immutable after
+ * cache_open().
  */
 struct cache {
 	pthread_mutex_t lock;
@@ -113,6 +114,7 @@ struct cache {
 	sqlite3_stmt *stmt[ST__COUNT];	/* prepared once, reset after use */
 	char *path;
 	const struct hash_algo *algo;	/* the primary names' format */
+	const struct hash_algo *other;	/* the names they translate to */
 	unsigned flags;			/* enum cache_open_flags */
 	cache_warn_fn warn;
 	void *warn_data;

@@ -3,7 +3,17 @@
  * whether it can be trusted.
  *
  * The schema, version 8 (PRAGMA user_version = 8), application id
- * 0x786c6673 "xlfs" (PRAGMA application_id), journal_mode WAL:
+ * 0x786c6673 "xlfs" (PRAGMA application_id), journal_mode WAL.
+ *
+ * Columns are named for the usual direction: a SHA-256 repository, and
+ * the SHA-1 names of its objects.  A SHA-1 repository's store (meta
+ * 'format' sha1, seen as the SHA-256 repository it will become) keeps
+ * its own names in the columns named sha256 and their SHA-256 names in
+ * those named sha1: one schema and one engine for both directions, and
+ * the CHECKs say "the other algorithm's length" (the two add up to 52).
+ * Files written before the other direction say length(sha1) = 20, the
+ * same rule for a SHA-256 store.
+ *
  *
  *   meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID
  *	'format'	the primary names' algorithm, hash_algo.name
@@ -16,7 +26,8 @@
  *			is not a scan
  *
  *   objects(sha256 BLOB PRIMARY KEY,	32 raw bytes (20 for a SHA-1 store)
- *	     sha1 BLOB,			20 raw bytes; NULL: untranslatable
+ *	     sha1 BLOB,			the other name: 20 raw bytes (32 for a
+ *					SHA-1 store); NULL: untranslatable
  *	     type INTEGER NOT NULL,	Git's pack type code, 1..4
  *	     size256 INTEGER NOT NULL,	bytes of the stored form
  *	     size1 INTEGER,		bytes of the SHA-1 form; NULL with sha1
@@ -181,7 +192,8 @@
 	"reason TEXT, " \
 	"retry INTEGER NOT NULL DEFAULT 0 " RETRY_CHECK ", " \
 	"CHECK (typeof(sha256) = 'blob' AND length(sha256) IN (20, 32)), " \
-	"CHECK (sha1 IS NULL OR (typeof(sha1) = 'blob' AND length(sha1) = 20)), " \
+	"CHECK (sha1 IS NULL OR (typeof(sha1) = 'blob' AND " \
+	"length(sha1) + length(sha256) = 52)), " \
 	"CHECK (typeof(type) = 'integer' AND type BETWEEN 1 AND 4), " \
 	"CHECK (typeof(size256) = 'integer' AND size256 >= 0), " \
 	"CHECK (CASE WHEN sha1 IS NULL THEN size1 IS NULL " \
@@ -236,7 +248,7 @@
 	"sha256 BLOB PRIMARY KEY NOT NULL, " \
 	"sha1 BLOB NOT NULL, " \
 	"CHECK (typeof(sha256) = 'blob' AND length(sha256) IN (20, 32) AND " \
-	"typeof(sha1) = 'blob' AND length(sha1) = 20)" \
+	"typeof(sha1) = 'blob' AND length(sha1) + length(sha256) = 52)" \
 	") WITHOUT ROWID;"
 
 /* The map's pairs in use: the schema's, and version 5's migration. */
@@ -253,7 +265,7 @@
 	"sha256 BLOB PRIMARY KEY NOT NULL, " \
 	"sha1 BLOB NOT NULL, " \
 	"CHECK (typeof(sha256) = 'blob' AND length(sha256) IN (20, 32) AND " \
-	"typeof(sha1) = 'blob' AND length(sha1) = 20)" \
+	"typeof(sha1) = 'blob' AND length(sha1) + length(sha256) = 52)" \
 	") WITHOUT ROWID;" \
 	"CREATE INDEX known_sha1 ON known(sha1);"
 
@@ -284,7 +296,8 @@ static const char schema_sql[] =
 	"CHECK (typeof(path) = 'blob' AND length(path) > 0), "
 	"CHECK (typeof(commit256) = 'blob' AND length(commit256) IN (20, 32)), "
 	"CHECK (commit1 IS NULL OR "
-	"(typeof(commit1) = 'blob' AND length(commit1) = 20))"
+	"(typeof(commit1) = 'blob' AND "
+	"length(commit1) + length(commit256) = 52))"
 	") WITHOUT ROWID;"
 	"CREATE INDEX gitlinks_commit256 ON gitlinks(commit256);"
 	"CREATE INDEX gitlinks_commit1 ON gitlinks(commit1);"
@@ -955,6 +968,7 @@ int cache_open(struct cache **out, const char *path,
 		return err_set(XL_ENOMEM, "out of memory");
 	}
 	cache->algo = algo;
+	cache->other = hash_algo_other(algo);
 	cache->flags = flags;
 	cache->warn = warn;
 	cache->warn_data = warn_data;
@@ -1062,6 +1076,11 @@ void cache_close(struct cache *cache)
 const char *cache_path(const struct cache *cache)
 {
 	return cache->path;
+}
+
+const struct hash_algo *cache_other(const struct cache *cache)
+{
+	return cache->other;
 }
 
 /* ---- where the file lives ------------------------------------------- */

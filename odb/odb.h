@@ -195,6 +195,7 @@ struct hash_algo {
 	enum hash_id id;	/* the number Git writes into .rev/midx headers */
 	size_t rawsz;		/* 20 or 32 */
 	size_t hexsz;		/* 40 or 64 */
+	const char *title;	/* "SHA-1" or "SHA-256", for messages */
 };
 
 extern const struct hash_algo hash_sha1;
@@ -202,6 +203,12 @@ extern const struct hash_algo hash_sha256;
 
 /* NULL if the name is neither "sha1" nor "sha256" (case-sensitive, as Git). */
 const struct hash_algo *hash_algo_by_name(const char *name);
+
+/*
+ * The other of Git's two algorithms: what a repository of `algo`
+ * translates to (a SHA-256 repository to SHA-1, and the other way round).
+ */
+const struct hash_algo *hash_algo_other(const struct hash_algo *algo);
 
 /*
  * An object name.  `algo` tells how many of the 32 bytes count; the rest

@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-const struct hash_algo hash_sha1 = { "sha1", HASH_SHA1, 20, 40 };
-const struct hash_algo hash_sha256 = { "sha256", HASH_SHA256, 32, 64 };
+const struct hash_algo hash_sha1 = { "sha1", HASH_SHA1, 20, 40, "SHA-1" };
+const struct hash_algo hash_sha256 = { "sha256", HASH_SHA256, 32, 64, "SHA-256" };
 
 const struct hash_algo *hash_algo_by_name(const char *name)
 {
@@ -27,6 +27,11 @@ const struct hash_algo *hash_algo_by_name(const char *name)
 	if (!strcmp(name, "sha256"))
 		return &hash_sha256;
 	return NULL;
+}
+
+const struct hash_algo *hash_algo_other(const struct hash_algo *algo)
+{
+	return algo == &hash_sha1 ? &hash_sha256 : &hash_sha1;
 }
 
 void oid_from_raw(struct oid *oid, const struct hash_algo *algo,

@@ -481,6 +481,9 @@ struct build {
 	struct cache *cache;
 	const struct xlate_build_opts *opts;
 	struct xlate_build_stats *stats;
+	const struct hash_algo *other;	/* the names this build gives out:
+					   SHA-1, or SHA-256 for a SHA-1
+					   repository */
 	struct xmap map;		/* every name this build knows */
 	struct claims claims;		/* guarded by names_lock: SHA-1 names
 					   given out (collisions) */
@@ -600,7 +603,8 @@ static void row_of(const struct oid *oid, const struct xmap_entry *e,
 	co->type = (enum obj_type)e->type;
 	co->size256 = e->size256;
 	if (state == XMAP_DONE) {
-		oid_from_raw(&co->sha1, &hash_sha1, e->sha1);
+		oid_from_raw(&co->sha1, hash_algo_other(oid->algo),
+			     e->names + oid->algo->rawsz);
 		co->size1 = e->size1;
 	} else {
 		co->reason = e->reason;
@@ -1100,6 +1104,16 @@ static size_t forms_bytes(void)
 
 /* ---- names already known -------------------------------------------- */
 
+/*
+ * Entry e's other name, of any of the build's tables (all are keyed
+ * alike).  Not const: a const entry is only read through it.
+ */
+static unsigned char *other_of(const struct build *b,
+			       const struct xmap_entry *e)
+{
+	return xmap_other((struct xmap_entry *)e, b->map.keysz);
+}
+
 /* Copy what the cache says of an object into the table. */
 static struct xmap_entry *remember(struct xmap *m,
 				   const struct cache_object *co)
@@ -1113,7 +1127,8 @@ static struct xmap_entry *remember(struct xmap *m,
 	e->size1 = co->size1;
 	e->is_new = 0;
 	if (co->sha1.algo) {
-		memcpy(e->sha1, co->sha1.hash, 20);
+		memcpy(xmap_other(e, m->keysz), co->sha1.hash,
+		       co->sha1.algo->rawsz);
 		e->state = XMAP_DONE;
 	} else {
 		xmap_set_bad(e, co->reason);
@@ -1186,7 +1201,7 @@ static int lookup(struct build *b, const struct oid *oid,
 
 struct recent {
 	unsigned char key[32];
-	unsigned char sha1[20];
+	unsigned char other[OID_RAWSZ_MAX];
 };
 
 static size_t recent_slots(size_t new_objects)
@@ -1275,7 +1290,7 @@ static int use_known(struct walker *w, struct xmap_entry *k,
 	struct build *b = w->b;
 	int first, ret;
 
-	oid_from_raw(out, &hash_sha1, k->sha1);
+	oid_from_raw(out, b->other, other_of(b, k));
 	pthread_mutex_lock(&b->missing_lock);
 	first = !k->is_new;
 	k->is_new = 1;
@@ -1301,7 +1316,7 @@ static int build_map(void *data, const struct oid *in, struct oid *out)
 	int ret;
 
 	if (r && !memcmp(r->key, in->hash, 32)) {
-		oid_from_raw(out, &hash_sha1, r->sha1);
+		oid_from_raw(out, w->b->other, r->other);
 		return 0;
 	}
 	if ((ret = lookup(w->b, in, &copy, &e))) {
@@ -1319,10 +1334,10 @@ static int build_map(void *data, const struct oid *in, struct oid *out)
 	}
 	state = xmap_state(e);
 	if (state == XMAP_DONE) {
-		oid_from_raw(out, &hash_sha1, e->sha1);
+		oid_from_raw(out, w->b->other, other_of(w->b, e));
 		if (r) {
 			memcpy(r->key, in->hash, 32);
-			memcpy(r->sha1, e->sha1, 20);
+			memcpy(r->other, out->hash, OID_RAWSZ_MAX);
 		}
 		return 0;
 	}
@@ -1359,7 +1374,7 @@ static int build_map_gitlink(void *data, const struct oid *in, struct oid *out)
 	if (e)
 		return build_map(data, in, out);
 	if ((e = xmap_get(&b->known, in))) {
-		oid_from_raw(out, &hash_sha1, e->sha1);
+		oid_from_raw(out, b->other, other_of(b, e));
 		return 0;
 	}
 	w->map_failed = 1;
@@ -1374,12 +1389,14 @@ static int add_known_pair(void *data, const struct oid *o256,
 			  const struct oid *o1)
 {
 	struct build *b = data;
-	struct xmap_entry *e = xmap_add(&b->known, o256);
+	/* a map says "<sha256> <sha1>" whichever way the repository goes */
+	int reverse = o1->algo == repo_algo(b->repo);
+	struct xmap_entry *e = xmap_add(&b->known, reverse ? o1 : o256);
 
 	if (!e)
 		return XL_ENOMEM;
 	e->type = OBJ_NONE;	/* a map does not say */
-	memcpy(e->sha1, o1->hash, 20);
+	memcpy(other_of(b, e), (reverse ? o256 : o1)->hash, b->other->rawsz);
 	e->state = XMAP_DONE;
 	return 0;
 }
@@ -1391,7 +1408,7 @@ static uint32_t entry_index(const struct build *b, const struct xmap_entry *e)
 
 static void entry_oid(const struct build *b, uint32_t i, struct oid *oid)
 {
-	oid_from_raw(oid, repo_algo(b->repo), b->map.entries[i].key);
+	oid_from_raw(oid, repo_algo(b->repo), b->map.entries[i].names);
 }
 
 /* New object i (of b->todo): its entry, its name. */
@@ -1415,10 +1432,10 @@ static int todo_add(struct build *b, const struct xmap_entry *e)
 
 static int cmp_todo(const void *x, const void *y, void *data)
 {
-	const struct xmap_entry *entries = data;
+	const struct xmap *m = data;
 
-	return memcmp(entries[*(const uint32_t *)x].key,
-		      entries[*(const uint32_t *)y].key, 32);
+	return memcmp(m->entries[*(const uint32_t *)x].names,
+		      m->entries[*(const uint32_t *)y].names, m->keysz);
 }
 
 /* ---- a first build's rows ------------------------------------------ */
@@ -1761,9 +1778,13 @@ static int check_collision(struct build *b, const struct oid *oid,
 
 /* ---- blobs, in parallel --------------------------------------------- */
 
-/* SHA-1 of "blob <size>\0" + content, streamed: no whole copy in memory. */
+/*
+ * The name in `algo` of "blob <size>\0" + content, streamed: no whole
+ * copy in memory.  It goes to out (algo->rawsz bytes).
+ */
 static int hash_blob(struct odb *odb, const struct oid *oid,
-		     unsigned char *sha1, struct buf *scratch)
+		     const struct hash_algo *algo, unsigned char *out,
+		     struct buf *scratch)
 {
 	struct odb_stream *st;
 	enum obj_type type;
@@ -1775,12 +1796,12 @@ static int hash_blob(struct odb *odb, const struct oid *oid,
 	if ((ret = odb_read_small(odb, oid, &type, &size, scratch, STREAM_MIN)) < 0)
 		return ret;
 	if (ret == 0) {
-		struct oid out;
+		struct oid name;
 
-		if ((ret = hash_object(&hash_sha1, "blob", scratch->buf,
-				       scratch->len, &out)))
+		if ((ret = hash_object(algo, "blob", scratch->buf,
+				       scratch->len, &name)))
 			return ret;
-		memcpy(sha1, out.hash, 20);
+		memcpy(out, name.hash, algo->rawsz);
 		return 0;
 	}
 	if ((ret = odb_stream_open(odb, oid, &st, &type, &size)))
@@ -1790,7 +1811,7 @@ static int hash_blob(struct odb *odb, const struct oid *oid,
 		return err_set(XL_ENOMEM, "out of memory");
 	}
 	n = snprintf(hdr, sizeof(hdr), "blob %zu", size);
-	EVP_DigestInit_ex(ctx, hash_md(&hash_sha1), NULL);
+	EVP_DigestInit_ex(ctx, hash_md(algo), NULL);
 	EVP_DigestUpdate(ctx, hdr, (size_t)n + 1);
 	buf_reset(scratch);
 	if (!(ret = buf_grow(scratch, 1 << 16))) {
@@ -1798,7 +1819,7 @@ static int hash_blob(struct odb *odb, const struct oid *oid,
 			EVP_DigestUpdate(ctx, scratch->buf, got);
 	}
 	if (!ret)
-		EVP_DigestFinal_ex(ctx, sha1, NULL);
+		EVP_DigestFinal_ex(ctx, out, NULL);
 	EVP_MD_CTX_free(ctx);
 	odb_stream_close(st);
 	return ret;
@@ -1814,7 +1835,7 @@ static int blob_one(struct build *b, size_t i, struct buf *scratch)
 	if (e->state != XMAP_PENDING || e->type != OBJ_BLOB)
 		return 0;
 	todo_oid(b, i, &oid);
-	ret = hash_blob(b->odb, &oid, e->sha1, scratch);
+	ret = hash_blob(b->odb, &oid, b->other, other_of(b, e), scratch);
 	if (ret && !is_unreadable(ret))
 		return ret;
 	if (ret) {
@@ -1854,7 +1875,7 @@ static int name_blobs(struct build *b)
 			ret = store(b, oid);	/* counts it; stores nothing */
 			continue;
 		}
-		oid_from_raw(&sha1, &hash_sha1, e->sha1);
+		oid_from_raw(&sha1, b->other, other_of(b, e));
 		pthread_mutex_lock(&b->names_lock);
 		ret = check_collision(b, oid, &sha1);
 		pthread_mutex_unlock(&b->names_lock);
@@ -2205,7 +2226,7 @@ static int scan_refusal(void *data, enum xlate_ref_kind kind,
 	case XLATE_REF_GITLINK:
 		/* another repository's commit: the map decides, and for good */
 		if (!xmap_get(&b->known, oid) &&
-		    !xlate_builtin(oid, &hash_sha1, &(struct oid){ 0 }))
+		    !xlate_builtin(oid, b->other, &(struct oid){ 0 }))
 			w->permanent = 1;
 		return 0;
 	case XLATE_REF_TREE_ENTRY:
@@ -2273,7 +2294,8 @@ static uint32_t *claims_find(const struct claims *c, const struct xmap *map,
 	memcpy(&h, sha1, sizeof(h));
 	for (i = (size_t)h & (c->cap - 1);; i = (i + 1) & (c->cap - 1))
 		if (!c->slot[i] ||
-		    !memcmp(map->entries[c->slot[i] - 1].sha1, sha1, 20))
+		    !memcmp(xmap_other(&map->entries[c->slot[i] - 1], map->keysz),
+			    sha1, XMAP_NAMES - map->keysz))
 			return &c->slot[i];
 }
 
@@ -2288,13 +2310,14 @@ static int claims_add(struct claims *c, const struct xmap *map, uint32_t idx)
 		for (size_t i = 0; i < c->cap; i++)
 			if (c->slot[i])
 				*claims_find(&bigger, map,
-					     map->entries[c->slot[i] - 1].sha1) =
+					     xmap_other(&map->entries[c->slot[i] - 1],
+							map->keysz)) =
 					c->slot[i];
 		bigger.nr = c->nr;
 		free(c->slot);
 		*c = bigger;
 	}
-	*claims_find(c, map, map->entries[idx].sha1) = idx + 1;
+	*claims_find(c, map, xmap_other(&map->entries[idx], map->keysz)) = idx + 1;
 	c->nr++;
 	return 0;
 }
@@ -2331,26 +2354,26 @@ static int check_collision(struct build *b, const struct oid *oid,
 		}
 	}
 	if (k) {
-		oid_from_raw(&owner, repo_algo(b->repo), b->map.entries[k - 1].key);
+		oid_from_raw(&owner, repo_algo(b->repo), b->map.entries[k - 1].names);
 		if (!oid_cmp(&owner, oid))
 			return 0;	/* claimed before (stored twice) */
 	} else {
-		if (memcmp(self->sha1, sha1->hash, 20))
+		if (memcmp(other_of(b, self), sha1->hash, b->other->rawsz))
 			return err_set(XL_EINVALID, "claiming a name not held");
 		return claims_add(&b->claims, &b->map, entry_index(b, self)) ?
 			err_set(XL_ENOMEM, "out of memory") : 0;
 	}
 collision:
 	oid_to_hex_r(hex1, sha1);
-	snprintf(why, sizeof(why), "SHA-1 collision: %s is also the name of %s",
-		 hex1, oid_to_hex_r(hex, &owner));
+	snprintf(why, sizeof(why), "%s collision: %s is also the name of %s",
+		 b->other->title, hex1, oid_to_hex_r(hex, &owner));
 	b->stats->collisions++;
 	xmap_set_bad(self, why);
 	atomic_fetch_add(&b->done, 1);
 	if ((ret = store_row(b, oid, self, XMAP_BAD, NULL, NULL)))
 		return ret;
-	snprintf(why, sizeof(why), "SHA-1 collision: %s is also the name of %s",
-		 hex1, oid_to_hex_r(hex, oid));
+	snprintf(why, sizeof(why), "%s collision: %s is also the name of %s",
+		 b->other->title, hex1, oid_to_hex_r(hex, oid));
 	if ((o = xmap_get(&b->map, &owner))) {
 		if (xmap_state(o) != XMAP_DONE)
 			return 1;
@@ -2560,12 +2583,12 @@ static int walk_named(struct walker *w, uint32_t i, const struct buf *content)
 					    &w->marks, &sha1)))
 			return ret;
 	} else {
-		hash_object(&hash_sha1, type_name((enum obj_type)e->type),
+		hash_object(b->other, type_name((enum obj_type)e->type),
 			    w->conv.buf, w->conv.len, &sha1);
 	}
 	payload = spill_payload(w, i, &oid, content, &is_delta);
 	pthread_mutex_lock(&b->names_lock);
-	memcpy(e->sha1, sha1.hash, 20);	/* unpublished: nobody reads it yet */
+	memcpy(other_of(b, e), sha1.hash, b->other->rawsz);	/* unpublished yet */
 	e->size1 = w->conv.len;
 	ret = check_collision(b, &oid, &sha1);
 	if (!ret && w->s->nodes[i].has_gitlink) {
@@ -2595,7 +2618,7 @@ static int walk_close(struct walker *w, uint32_t i)
 	struct sched *s = w->s;
 	struct xmap_entry *e = &b->map.entries[i];
 	struct xlate_opts o = {
-		repo_algo(b->repo), &hash_sha1, build_map, w,
+		repo_algo(b->repo), b->other, build_map, w,
 		b->opts->unknown_headers, build_map_gitlink,
 	};
 	const struct buf *content = s->nodes[i].content;
@@ -2817,7 +2840,7 @@ static int join_old(struct build *b)
 		struct xmap_entry *o = &b->old.entries[i], *e;
 		struct oid oid;
 
-		oid_from_raw(&oid, repo_algo(b->repo), o->key);
+		oid_from_raw(&oid, repo_algo(b->repo), o->names);
 		if (!(e = xmap_add(&b->map, &oid)))
 			return XL_ENOMEM;
 		free(e->reason);
@@ -2825,7 +2848,7 @@ static int join_old(struct build *b)
 		o->reason = NULL;	/* e owns it now */
 	}
 	xmap_release(&b->old);
-	return xmap_init(&b->old, 16);
+	return xmap_init(&b->old, repo_algo(b->repo), 16);
 }
 
 static int name_the_rest(struct build *b)
@@ -2990,7 +3013,7 @@ static int names_get(void *data, const struct oid *oid, struct cache_object *co)
 	co->type = (enum obj_type)e->type;
 	co->size256 = e->size256;
 	if (e->state == XMAP_DONE) {
-		oid_from_raw(&co->sha1, &hash_sha1, e->sha1);
+		oid_from_raw(&co->sha1, b->other, other_of(b, e));
 		co->size1 = e->size1;
 	} else {
 		co->reason = e->reason;
@@ -3011,7 +3034,7 @@ static int names_map(void *data, const struct oid *in, struct oid *out)
 	if (e->state == XMAP_BAD)
 		return err_set(XL_EUNSUPPORTED, "%s is untranslatable: %s",
 			       oid_to_hex_r(hex, in), e->reason);
-	oid_from_raw(out, &hash_sha1, e->sha1);
+	oid_from_raw(out, b->other, other_of(b, e));
 	return 0;
 }
 
@@ -3402,31 +3425,40 @@ int xlate_read_map(const char *path, xlate_pair_fn fn, void *data)
 	if (!f)
 		return err_errno("cannot open map %s", path);
 	while (!ret && getline(&line, &cap, f) >= 0) {
+		const struct hash_algo *first, *second;
 		char *p = line, *q;
-		struct oid o256, o1;
+		struct oid names[2];
+		size_t n = 0;
 
 		lineno++;
 		while (*p == ' ' || *p == '\t')
 			p++;
 		if (*p == '#' || *p == '\n' || *p == '\r' || !*p)
 			continue;
-		q = p + 64;
-		if (strlen(p) < 64 + 2 || oid_from_hex(&o256, &hash_sha256, p) ||
+		/* either name first: its length says which */
+		while (hex_value((unsigned char)p[n]) >= 0)
+			n++;
+		first = n == hash_sha256.hexsz ? &hash_sha256 :
+			n == hash_sha1.hexsz ? &hash_sha1 : NULL;
+		q = p + n;
+		if (!first || oid_from_hex(&names[0], first, p) ||
 		    (*q != ' ' && *q != '\t'))
 			goto bad;
+		second = hash_algo_other(first);
 		while (*q == ' ' || *q == '\t')
 			q++;
-		/* export's tsv: "-" for an object without a SHA-1 name */
+		/* export's tsv: "-" for an object without its other name */
 		if (q[0] == '-' && (!q[1] || strchr(" \t\r\n", q[1])))
 			continue;
-		if (strlen(q) < 40 || oid_from_hex(&o1, &hash_sha1, q) ||
-		    (q[40] && !strchr(" \t\r\n", q[40])))
+		if (strlen(q) < second->hexsz || oid_from_hex(&names[1], second, q) ||
+		    (q[second->hexsz] && !strchr(" \t\r\n", q[second->hexsz])))
 			goto bad;
-		ret = fn(data, &o256, &o1);
+		ret = first == &hash_sha256 ? fn(data, &names[0], &names[1]) :
+		      fn(data, &names[1], &names[0]);
 		continue;
 bad:
-		ret = ERR_CORRUPT("%s: line %d: expected \"<sha256-hex> <sha1-hex>\"",
-				  path, lineno);
+		ret = ERR_CORRUPT("%s: line %d: expected \"<sha256-hex> <sha1-hex>\" "
+				  "(or the other way round)", path, lineno);
 	}
 	free(line);
 	fclose(f);
@@ -3539,7 +3571,7 @@ static void unread_sum(const struct build *b, struct name_sum *out)
 		if (!e->is_new || !(e->flags & XMAP_F_UNREADABLE) ||
 		    (e->flags & XMAP_F_GONE))
 			continue;
-		oid_from_raw(&oid, repo_algo(b->repo), e->key);
+		oid_from_raw(&oid, repo_algo(b->repo), e->names);
 		name_sum_add(out, &oid);
 	}
 }
@@ -3585,13 +3617,13 @@ static void check_map(const struct build *b, struct xlate_build_stats *st)
 
 		if (!e->is_new || e->state != XMAP_DONE)
 			continue;
-		oid_from_raw(&o256, repo_algo(b->repo), e->key);
+		oid_from_raw(&o256, repo_algo(b->repo), e->names);
 		if (!(k = xmap_get(&b->known, &o256)) ||
-		    !memcmp(k->sha1, e->sha1, 20))
+		    !memcmp(other_of(b, k), other_of(b, e), b->other->rawsz))
 			continue;
 		if (!st->map_disagree++) {
-			oid_from_raw(&om, &hash_sha1, k->sha1);
-			oid_from_raw(&o1, &hash_sha1, e->sha1);
+			oid_from_raw(&om, b->other, other_of(b, k));
+			oid_from_raw(&o1, b->other, other_of(b, e));
 			snprintf(st->first_map_disagree, sizeof(st->first_map_disagree),
 				 "%s: the map says %s, its conversion %s",
 				 oid_to_hex_r(h256, &o256), oid_to_hex_r(hm, &om),
@@ -3607,6 +3639,7 @@ int xlate_build(struct repo *repo, struct cache *cache,
 		struct xlate_build_stats *stats)
 {
 	struct build b = { 0 };
+	struct xlate_build_opts reverse_opts;
 	struct early_layout early = { 0 };
 	const char *delay;
 	struct name_sum gathered = { 0 }, unread;
@@ -3619,6 +3652,18 @@ int xlate_build(struct repo *repo, struct cache *cache,
 	int ret;
 
 	memset(stats, 0, sizeof(*stats));
+	b.other = hash_algo_other(repo_algo(repo));
+	if (b.other != &hash_sha1 && opts->pack1) {
+		/*
+		 * The other direction names a SHA-1 repository's objects in
+		 * SHA-256; the synthesized packs are SHA-1 packs, and have
+		 * no SHA-256 counterpart yet.
+		 */
+		reverse_opts = *opts;
+		reverse_opts.pack1 = NULL;
+		reverse_opts.pack1_stats = NULL;
+		opts = &reverse_opts;
+	}
 	b.repo = repo;
 	b.odb = repo_odb(repo);
 	bases = odb_delta_cache_limit(b.odb);
@@ -3634,10 +3679,6 @@ int xlate_build(struct repo *repo, struct cache *cache,
 	mutex_init_brief(&b.names_lock);
 	pthread_rwlock_init(&b.old_lock, NULL);
 	pthread_mutex_init(&b.missing_lock, NULL);
-	if (repo_algo(repo) != &hash_sha256)
-		return err_set(XL_EUNSUPPORTED,
-			       "%s: a %s repository has no SHA-1 form to translate to",
-			       repo_gitdir(repo), repo_algo(repo)->name);
 	if ((ret = xlate_build_settings(opts, &settings)) ||
 	    (ret = cache_check_settings(cache, settings.buf)) < 0)
 		goto out;
@@ -3649,9 +3690,10 @@ int xlate_build(struct repo *repo, struct cache *cache,
 	b.cache_empty = count == 0;
 	/* sized for every packed object, so that it seldom grows */
 	if ((ret = odb_for_each_pack(b.odb, count_packed, &hint)) ||
-	    (ret = xmap_init(&b.map, hint.todo)) ||
-	    (ret = xmap_init(&b.known, 16)) || (ret = xmap_init(&b.old, 16)) ||
-	    (ret = xmap_init(&b.missing, 16)))
+	    (ret = xmap_init(&b.map, repo_algo(repo), hint.todo)) ||
+	    (ret = xmap_init(&b.known, repo_algo(repo), 16)) ||
+	    (ret = xmap_init(&b.old, repo_algo(repo), 16)) ||
+	    (ret = xmap_init(&b.missing, repo_algo(repo), 16)))
 		goto out;
 	if (opts->map &&
 	    (ret = xlate_read_map(opts->map,
@@ -3676,9 +3718,9 @@ int xlate_build(struct repo *repo, struct cache *cache,
 	stats->retried = due || b.cache_empty;
 	/* one pack's objects come in name order already: no sort then */
 	for (size_t i = 1; i < b.nr; i++)
-		if (cmp_todo(&b.todo[i - 1], &b.todo[i], b.map.entries) > 0) {
+		if (cmp_todo(&b.todo[i - 1], &b.todo[i], &b.map) > 0) {
 			qsort_r(b.todo, b.nr, sizeof(*b.todo), cmp_todo,
-				b.map.entries);
+				&b.map);
 			break;
 		}
 	if ((ret = claims_init(&b.claims, b.nr)))

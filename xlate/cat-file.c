@@ -191,33 +191,34 @@ static int has_suffix(const char *s, const char *suffix)
 
 /*
  * Resolve a name for cat-file.  What the repository can name natively
- * comes first, so cat-file behaves as git's on either kind of
- * repository; in a SHA-256 repository a full SHA-1 name, NAME^{sha1} or
- * NAME^{sha256}, or a hex abbreviation found nowhere else goes through
- * the cache (built on first need).  *sha1_form says the answer should be
- * given in SHA-1 form.
+ * comes first, so cat-file behaves as git's; a full name of the other
+ * algorithm (SHA-1 in a SHA-256 repository, SHA-256 in a SHA-1 one),
+ * NAME^{sha1} or NAME^{sha256}, or a hex abbreviation found nowhere else
+ * goes through the cache (built on first need).  *sha1_form says the
+ * answer should be given in the other algorithm's form (SHA-1 for the
+ * usual direction, hence the name).
  */
 static int cat_resolve(struct cli *cli, const char *name, struct oid *oid,
 		       int *sha1_form)
 {
 	size_t len = strlen(name);
 	const struct hash_algo *given;
+	const struct hash_algo *other = hash_algo_other(repo_algo(cli->repo));
 	int ret;
 
 	*sha1_form = 0;
-	if (repo_algo(cli->repo) != &hash_sha256)
-		return repo_resolve_name(cli->repo, name, oid);
-	if (!(len == 40 && is_hex(name, len)) && !has_suffix(name, "^{sha1}") &&
-	    !has_suffix(name, "^{sha256}")) {
+	if (!(len == other->hexsz && is_hex(name, len)) &&
+	    !has_suffix(name, "^{sha1}") && !has_suffix(name, "^{sha256}")) {
 		ret = repo_resolve_name(cli->repo, name, oid);
-		if (ret != XL_ENOTFOUND || len < 4 || len >= 40 || !is_hex(name, len))
+		if (ret != XL_ENOTFOUND || len < 4 || len >= other->hexsz ||
+		    !is_hex(name, len))
 			return ret;
 	}
 	if (!cli_cache(cli))
 		return XL_EIO;
 	ret = xlate_resolve(cli->repo, cli->cache, name, oid, &given);
 	if (!ret)
-		*sha1_form = given == &hash_sha1;
+		*sha1_form = given == other;
 	return ret;
 }
 
@@ -235,8 +236,9 @@ static int sha1_face(struct cli *cli, const struct oid *oid, struct oid *sha1,
 	if (ret)
 		return ret;
 	if (!co.sha1.algo)
-		return err_set(XL_ENOTFOUND, "%s has no SHA-1 name: %s",
-			       oid_to_hex_r(hex, oid), co.reason);
+		return err_set(XL_ENOTFOUND, "%s has no %s name: %s",
+			       oid_to_hex_r(hex, oid),
+			       hash_algo_other(oid->algo)->title, co.reason);
 	*sha1 = co.sha1;
 	*type = co.type;
 	*size = (size_t)co.size1;
@@ -291,7 +293,8 @@ static int cat_one(struct cli *cli, char opt, const char *type_arg,
 		if ((ret = xlate_sha1_form(repo, cli->cache, NULL, NULL,
 					   cli->unknown_headers, &oid, &type,
 					   &obj)) ||
-		    (ret = print_tree(&o, &hash_sha1, &obj, repo_quote_path(repo))))
+		    (ret = print_tree(&o, hash_algo_other(repo_algo(repo)), &obj,
+				      repo_quote_path(repo))))
 			goto fail;
 	} else if (opt == 'p' && type == OBJ_TREE) {
 		if ((ret = odb_read(repo_odb(repo), &oid, &type, &obj)) ||

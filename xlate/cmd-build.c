@@ -174,13 +174,14 @@ int cmd_map(struct cli *cli, int argc, char **argv)
 			status = ret == XL_EINVALID ? EXIT_USAGE : EXIT_NOTFOUND;
 			continue;
 		}
-		if (given == &hash_sha1) {
+		if (given == cache_other(cache)) {
 			puts(oid_to_hex_r(hex, &co.sha256));
 		} else if (co.sha1.algo) {
 			puts(oid_to_hex_r(hex, &co.sha1));
 		} else {
-			cli_error(0, "%s: %s has no SHA-1 name: %s", argv[i],
-				  oid_to_hex_r(hex, &oid), co.reason);
+			cli_error(0, "%s: %s has no %s name: %s", argv[i],
+				  oid_to_hex_r(hex, &oid),
+				  cache_other(cache)->title, co.reason);
 			status = EXIT_NOTFOUND;
 		}
 	}
@@ -209,7 +210,8 @@ static int export_idx(const struct cache_object *co, void *data)
 	struct oid twin;
 
 	/* upstream never writes its built-in pairs into the table */
-	if (!co->sha1.algo || xlate_builtin(&co->sha256, &hash_sha1, &twin))
+	if (!co->sha1.algo ||
+	    xlate_builtin(&co->sha256, hash_algo_other(co->sha256.algo), &twin))
 		return 0;
 	out_str(o, oid_to_hex_r(hex, &co->sha256));
 	out_write(o, " ", 1);
@@ -331,8 +333,14 @@ static int report_gitlink(const struct oid *tree, const char *path,
 	out_str(o, ": ");
 	out_str(o, oid_to_hex_r(hex, c256));
 	out_str(o, " -> ");
-	/* recorded without a SHA-1 name: the tree it is in was refused */
-	out_str(o, c1 ? oid_to_hex_r(hex, c1) : "(no SHA-1 name)");
+	/* recorded without its other name: the tree it is in was refused */
+	if (c1) {
+		out_str(o, oid_to_hex_r(hex, c1));
+	} else {
+		out_str(o, "(no ");
+		out_str(o, cache_other(h->cache)->title);
+		out_str(o, " name)");
+	}
 	return out_write(o, "\n", 1);
 }
 
@@ -341,7 +349,8 @@ static int report_compat(void *data, enum xlate_compat_bad kind,
 			 uint64_t lineno, const char *line,
 			 const struct oid *ours, const char *why)
 {
-	struct out *o = data;
+	struct hidden *h = data;
+	struct out *o = h->o;
 	char hex[OID_HEXSZ_MAX + 1], num[32];
 
 	snprintf(num, sizeof(num), "  line %llu: ", (unsigned long long)lineno);
@@ -354,7 +363,9 @@ static int report_compat(void *data, enum xlate_compat_bad kind,
 		out_str(o, " here");
 		break;
 	case XLATE_COMPAT_REFUSED:
-		out_str(o, ": no SHA-1 name here: ");
+		out_str(o, ": no ");
+		out_str(o, cache_other(h->cache)->title);
+		out_str(o, " name here: ");
 		out_str(o, why);
 		break;
 	case XLATE_COMPAT_MALFORMED:
@@ -368,6 +379,7 @@ static int report_compat(void *data, enum xlate_compat_bad kind,
 int cmd_report(struct cli *cli, int argc, char **argv)
 {
 	struct cache *cache;
+	const struct hash_algo *other;
 	uint64_t objects, bad;
 	struct hidden h = { 0 }, g = { 0 };
 	struct xlate_missing missing;
@@ -380,6 +392,7 @@ int cmd_report(struct cli *cli, int argc, char **argv)
 		return cli_error(EXIT_USAGE, "usage: git xlate report");
 	if (!(cache = cli_cache(cli)))
 		return EXIT_NOTFOUND;
+	other = cache_other(cache);
 	if (out_init(&o, 1, 1 << 20))
 		return cli_fail(NULL);
 	h.cache = cache;
@@ -395,8 +408,9 @@ int cmd_report(struct cli *cli, int argc, char **argv)
 	if ((ret = xlate_missing_read(cache, &missing)))
 		goto out;
 	if (missing.blobs || missing.trees || missing.commits || missing.other) {
-		out_str(&o, "\nmissing from the repository (what refers to "
-			"them has no SHA-1 name):\n");
+		snprintf(line, sizeof(line), "\nmissing from the repository "
+			 "(what refers to them has no %s name):\n", other->title);
+		out_str(&o, line);
 		if ((ret = say_missing(cli, &missing, &o)))
 			goto out;
 	}
@@ -405,7 +419,9 @@ int cmd_report(struct cli *cli, int argc, char **argv)
 	if ((ret = cache_for_each(cache, CACHE_EACH_UNTRANSLATABLE, report_object, &o)))
 		goto out;
 
-	out_str(&o, "\nrefs left out of the SHA-1 view:\n");
+	snprintf(line, sizeof(line), "\nrefs left out of the %s view:\n",
+		 other->title);
+	out_str(&o, line);
 	if (!refs_read(cli->repo, "HEAD", &head)) {
 		ret = report_ref(&head, &h);
 		ref_release(&head);
@@ -417,6 +433,7 @@ int cmd_report(struct cli *cli, int argc, char **argv)
 
 	out_str(&o, "\ngitlinks (submodule commits named by the submodule map):\n");
 	g.o = &o;
+	g.cache = cache;
 	if ((ret = cache_for_each_gitlink(cache, report_gitlink, &g)))
 		goto out;
 	{
@@ -427,7 +444,7 @@ int cmd_report(struct cli *cli, int argc, char **argv)
 		    !access(text.buf, F_OK)) {
 			out_str(&o, "\nupstream's map (objects/loose-object-idx):\n");
 			ret = xlate_compat_check(cli->repo, cache, report_compat,
-						 &o, &c);
+						 &g, &c);
 			buf_reset(&text);
 			if (!ret && !(ret = xlate_compat_explain(&c, &text))) {
 				out_str(&o, "  ");

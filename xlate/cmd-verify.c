@@ -28,7 +28,7 @@
 #define VERIFY_MEMO_BYTES ((size_t)64 << 20)
 
 struct back_slot {
-	unsigned char sha1[20];
+	unsigned char sha1[OID_RAWSZ_MAX];	/* the other name, zero-padded */
 	unsigned char sha256[OID_RAWSZ_MAX];
 	int full;
 };
@@ -40,7 +40,10 @@ struct back {
 	size_t mask;
 };
 
-/* The reverse mapping, SHA-1 to SHA-256, through the cache. */
+/*
+ * The reverse mapping, SHA-1 to SHA-256 (or SHA-256 to SHA-1 for a
+ * SHA-1 repository), through the cache.
+ */
 static int map_back(void *data, const struct oid *in, struct oid *out)
 {
 	struct back *bk = data;
@@ -53,7 +56,7 @@ static int map_back(void *data, const struct oid *in, struct oid *out)
 
 		memcpy(&k, in->hash, sizeof(k));
 		sl = &bk->slot[k & bk->mask];
-		if (sl->full && !memcmp(sl->sha1, in->hash, 20)) {
+		if (sl->full && !memcmp(sl->sha1, in->hash, OID_RAWSZ_MAX)) {
 			oid_from_raw(out, bk->algo, sl->sha256);
 			return 0;
 		}
@@ -64,7 +67,7 @@ static int map_back(void *data, const struct oid *in, struct oid *out)
 	else if (!ret) {
 		*out = co.sha256;
 		if (sl) {
-			memcpy(sl->sha1, in->hash, 20);
+			memcpy(sl->sha1, in->hash, OID_RAWSZ_MAX);
 			memcpy(sl->sha256, co.sha256.hash, co.sha256.algo->rawsz);
 			sl->full = 1;
 		}
@@ -121,7 +124,8 @@ static int verify_one(struct cli *cli, struct xlate_memo *memo,
 		      struct buf *native, struct buf *sha1_form,
 		      struct buf *back, struct buf *why)
 {
-	struct xlate_opts o = { &hash_sha1, repo_algo(cli->repo), map_back,
+	const struct hash_algo *other = cache_other(cli->cache);
+	struct xlate_opts o = { other, repo_algo(cli->repo), map_back,
 				bk, XLATE_UNKNOWN_COPY, NULL };
 	struct cache_object co;
 	enum obj_type type, t2;
@@ -143,14 +147,15 @@ static int verify_one(struct cli *cli, struct xlate_memo *memo,
 	if (xlate_sha1_form(cli->repo, cli->cache, NULL, memo,
 			    cli->unknown_headers, oid, &t2, sha1_form))
 		return buf_addf(why, "cannot convert: %s", err_msg()), 1;
-	hash_object(&hash_sha1, type_name(type), sha1_form->buf, sha1_form->len,
-		    &h);
+	hash_object(other, type_name(type), sha1_form->buf, sha1_form->len, &h);
 	if (oid_cmp(&h, &co.sha1))
-		return buf_addf(why, "SHA-1 form hashes to %s, the cache says %s",
-				oid_to_hex_r(hex, &h), oid_to_hex_r(hex2, &co.sha1)), 1;
+		return buf_addf(why, "%s form hashes to %s, the cache says %s",
+				other->title, oid_to_hex_r(hex, &h),
+				oid_to_hex_r(hex2, &co.sha1)), 1;
 	if (sha1_form->len != co.size1)
-		return buf_addf(why, "SHA-1 form is %zu bytes, the cache says %llu",
-				sha1_form->len, (unsigned long long)co.size1), 1;
+		return buf_addf(why, "%s form is %zu bytes, the cache says %llu",
+				other->title, sha1_form->len,
+				(unsigned long long)co.size1), 1;
 	if (type == OBJ_BLOB)
 		return 0;
 	if (xlate_object(&o, type, sha1_form->buf, sha1_form->len, back))
@@ -172,7 +177,6 @@ static int verify_compat(void *data, enum xlate_compat_bad kind,
 {
 	char hex[OID_HEXSZ_MAX + 1];
 
-	(void)data;
 	if (kind == XLATE_COMPAT_DISAGREE)
 		printf("bad loose-object-idx line %llu: %s: named %s here\n",
 		       (unsigned long long)lineno, line, oid_to_hex_r(hex, ours));
@@ -180,8 +184,9 @@ static int verify_compat(void *data, enum xlate_compat_bad kind,
 		printf("bad loose-object-idx line %llu: %s%s%s\n",
 		       (unsigned long long)lineno, line, *line ? ": " : "", why);
 	else
-		printf("note: loose-object-idx line %llu: %s: no SHA-1 name here: %s\n",
-		       (unsigned long long)lineno, line, why);
+		printf("note: loose-object-idx line %llu: %s: no %s name here: %s\n",
+		       (unsigned long long)lineno, line,
+		       cache_other((struct cache *)data)->title, why);
 	return 0;
 }
 
@@ -250,7 +255,7 @@ int cmd_verify(struct cli *cli, int argc, char **argv)
 	{
 		struct xlate_compat uc;
 
-		if (xlate_compat_check(cli->repo, cli->cache, verify_compat, NULL,
+		if (xlate_compat_check(cli->repo, cli->cache, verify_compat, cli->cache,
 				       &uc)) {
 			cli_error(0, "cannot check upstream's map: %s", err_msg());
 			bad++;
@@ -402,7 +407,7 @@ static int show_ref(void *data, enum xlate_ref_kind kind, const struct oid *oid,
 	struct oid twin;
 	char hex[OID_HEXSZ_MAX + 1], line[400];
 
-	if (xlate_builtin(oid, &hash_sha1, &twin)) {
+	if (xlate_builtin(oid, cache_other(s->cli->cache), &twin)) {
 		co.sha1 = twin;
 	} else if (kind == XLATE_REF_GITLINK) {
 		if (cache_get_gitlink(s->cli->cache, oid, &co.sha1))
@@ -415,7 +420,13 @@ static int show_ref(void *data, enum xlate_ref_kind kind, const struct oid *oid,
 		 (int)(name_len > 80 ? 80 : name_len), name ? name : "",
 		 name ? " " : "", oid_to_hex_r(hex, oid));
 	out_str(s->o, line);
-	out_str(s->o, co.sha1.algo ? oid_to_hex_r(hex, &co.sha1) : "(no SHA-1 name)");
+	if (co.sha1.algo) {
+		out_str(s->o, oid_to_hex_r(hex, &co.sha1));
+	} else {
+		snprintf(line, sizeof(line), "(no %s name)",
+			 cache_other(s->cli->cache)->title);
+		out_str(s->o, line);
+	}
 	return out_write(s->o, "\n", 1);
 }
 
@@ -447,9 +458,20 @@ static int has_header(const struct buf *b, const char *name)
 	return 0;
 }
 
-static void show_signatures(struct out *o, enum obj_type type,
-			    const struct buf *native)
+/* The header a signature over a form of `algo` takes in the other form. */
+static const char *sig_header(const struct hash_algo *algo)
 {
+	return algo == &hash_sha1 ? "gpgsig" : "gpgsig-sha256";
+}
+
+/* How the signatures of `native` (own's form) fare in other's form. */
+static void show_signatures(struct out *o, enum obj_type type,
+			    const struct buf *native,
+			    const struct hash_algo *own,
+			    const struct hash_algo *other)
+{
+	char line[300];
+
 	if (type == OBJ_COMMIT) {
 		int g1 = has_header(native, "gpgsig"), g2 = has_header(native, "gpgsig-sha256");
 
@@ -464,18 +486,31 @@ static void show_signatures(struct out *o, enum obj_type type,
 		return;
 	}
 	if (type == OBJ_TAG) {
-		int body = has_armor(native), g1 = has_header(native, "gpgsig"),
-		    g2 = has_header(native, "gpgsig-sha256");
+		int body = has_armor(native),
+		    theirs = has_header(native, sig_header(other)),
+		    ours = has_header(native, sig_header(own));
 
-		if (body)
-			out_str(o, "  the in-body signature (over the SHA-256 form) moves into a\n"
-				   "  gpgsig-sha256 header of the SHA-1 form\n");
-		if (g1)
-			out_str(o, "  the gpgsig header (a signature over the SHA-1 form) becomes the\n"
-				   "  SHA-1 form's in-body signature\n");
-		if (g2)
-			out_str(o, "  a gpgsig-sha256 header in a SHA-256 form is dropped, as upstream does\n");
-		if (!body && !g1 && !g2)
+		if (body) {
+			snprintf(line, sizeof(line),
+				 "  the in-body signature (over the %s form) moves into a\n"
+				 "  %s header of the %s form\n",
+				 own->title, sig_header(own), other->title);
+			out_str(o, line);
+		}
+		if (theirs) {
+			snprintf(line, sizeof(line),
+				 "  the %s header (a signature over the %s form) becomes the\n"
+				 "  %s form's in-body signature\n",
+				 sig_header(other), other->title, other->title);
+			out_str(o, line);
+		}
+		if (ours) {
+			snprintf(line, sizeof(line),
+				 "  a %s header in a %s form is dropped, as upstream does\n",
+				 sig_header(own), own->title);
+			out_str(o, line);
+		}
+		if (!body && !theirs && !ours)
 			out_str(o, "  none\n");
 		return;
 	}
@@ -485,7 +520,7 @@ static void show_signatures(struct out *o, enum obj_type type,
 int cmd_show(struct cli *cli, int argc, char **argv)
 {
 	struct buf native = BUF_INIT, sha1_form = BUF_INIT;
-	const struct hash_algo *given;
+	const struct hash_algo *given, *own, *other;
 	struct cache_object co;
 	struct show_refs sr;
 	enum obj_type type;
@@ -502,6 +537,8 @@ int cmd_show(struct cli *cli, int argc, char **argv)
 	    (ret = cache_get(cli->cache, &oid, &co)) ||
 	    (ret = odb_read(repo_odb(cli->repo), &oid, &type, &native)))
 		return cli_fail(argv[1]);
+	own = repo_algo(cli->repo);
+	other = cache_other(cli->cache);
 	if (out_init(&o, 1, 1 << 20))
 		return cli_fail(NULL);
 	sr.cli = cli;
@@ -510,13 +547,16 @@ int cmd_show(struct cli *cli, int argc, char **argv)
 	snprintf(line, sizeof(line), "%s %s\n", type_name(type), oid_to_hex_r(hex, &oid));
 	out_str(&o, line);
 	if (co.sha1.algo) {
-		snprintf(line, sizeof(line), "  sha1   %s\n", oid_to_hex_r(hex, &co.sha1));
+		snprintf(line, sizeof(line), "  %-6s %s\n", other->name,
+			 oid_to_hex_r(hex, &co.sha1));
 		out_str(&o, line);
-		snprintf(line, sizeof(line), "  size   %llu bytes in SHA-256 form, %llu in SHA-1 form\n",
-			 (unsigned long long)co.size256, (unsigned long long)co.size1);
+		snprintf(line, sizeof(line), "  size   %llu bytes in %s form, %llu in %s form\n",
+			 (unsigned long long)co.size256, own->title,
+			 (unsigned long long)co.size1, other->title);
 		out_str(&o, line);
 	} else {
-		out_str(&o, "  sha1   none: ");
+		snprintf(line, sizeof(line), "  %-6s none: ", other->name);
+		out_str(&o, line);
 		out_str(&o, co.reason ? co.reason : "untranslatable");
 		out_write(&o, "\n", 1);
 	}
@@ -530,13 +570,15 @@ int cmd_show(struct cli *cli, int argc, char **argv)
 
 	if (type != OBJ_BLOB) {
 		out_str(&o, "\nsignatures:\n");
-		show_signatures(&o, type, &native);
+		show_signatures(&o, type, &native, own, other);
 	}
 
 	if (co.sha1.algo && type != OBJ_BLOB && type != OBJ_TREE &&
 	    !xlate_sha1_form(cli->repo, cli->cache, NULL, NULL,
 			     cli->unknown_headers, &oid, &type, &sha1_form)) {
-		out_str(&o, "\n--- SHA-256 form\n+++ SHA-1 form\n");
+		snprintf(line, sizeof(line), "\n--- %s form\n+++ %s form\n",
+			 own->title, other->title);
+		out_str(&o, line);
 		show_diff(&o, &native, &sha1_form);
 	}
 	ret = out_flush(&o);

@@ -5,7 +5,8 @@
  * (extensions.compatObjectFormat = sha1) records the SHA-1 name of each
  * object it writes in objects/loose-object-idx: a line
  * "# loose-object-idx", then one "<sha256-hex> <sha1-hex>" line a pair
- * (gitformat-loose(5)).  Upstream appends and never removes: objects
+ * (gitformat-loose(5)); a SHA-1 repository with compatObjectFormat =
+ * sha256, "<sha1-hex> <sha256-hex>": the repository's own name first.  Upstream appends and never removes: objects
  * pruned since keep their lines.  Both converters follow the same rules,
  * so every line must name an object as xlatefs does; one that does not
  * is a bug on one side, or a file tampered with, and either way a SHA-1
@@ -92,19 +93,20 @@ static int check_line(struct check *k, uint64_t lineno, const char *line,
 		      size_t len)
 {
 	const struct hash_algo *algo = repo_algo(k->repo);
+	const struct hash_algo *other = hash_algo_other(algo);
 	struct cache_object co;
 	struct oid o256, o1, ours;
 	int ret;
 
 	k->c->lines++;
-	if (len != algo->hexsz + 1 + hash_sha1.hexsz || line[algo->hexsz] != ' ' ||
+	if (len != algo->hexsz + 1 + other->hexsz || line[algo->hexsz] != ' ' ||
 	    oid_from_hex(&o256, algo, line) ||
-	    oid_from_hex(&o1, &hash_sha1, line + algo->hexsz + 1)) {
+	    oid_from_hex(&o1, other, line + algo->hexsz + 1)) {
 		err_clear();
 		return malformed(k, lineno, line, "not a pair of names");
 	}
 	/* upstream never writes its built-in pairs, but would agree */
-	if (xlate_builtin(&o256, &hash_sha1, &ours))
+	if (xlate_builtin(&o256, other, &ours))
 		return judge(k, lineno, line, &o1, &ours, NULL);
 	ret = cache_get(k->cache, &o256, &co);
 	if (!ret) {

@@ -52,7 +52,8 @@ static int map_by_cache(void *data, const struct oid *in, struct oid *out)
 		}
 	}
 	if (ret == XL_ENOTFOUND)
-		return err_set(XL_ENOTFOUND, "no SHA-1 name known for %s",
+		return err_set(XL_ENOTFOUND, "no %s name known for %s",
+			       cache_other(m->cache)->title,
 			       oid_to_hex_r(hex, in));
 	if (ret)
 		return ret;
@@ -81,7 +82,8 @@ static int map_gitlink_by_cache(void *data, const struct oid *in,
 		return map_by_cache(data, in, out);
 	ret = cache_get_gitlink(m->cache, in, out);
 	if (ret == XL_ENOTFOUND)
-		return err_set(XL_ENOTFOUND, "no SHA-1 name known for %s",
+		return err_set(XL_ENOTFOUND, "no %s name known for %s",
+			       cache_other(m->cache)->title,
 			       oid_to_hex_r(hex, in));
 	return ret;
 }
@@ -95,7 +97,8 @@ int xlate_sha1_form(struct repo *repo, struct cache *cache,
 	struct cache_map m = {
 		cache, names, memo, xlate_memo_generation(memo),
 	};
-	struct xlate_opts o = { repo_algo(repo), &hash_sha1, map_by_cache, &m,
+	struct xlate_opts o = { repo_algo(repo), hash_algo_other(repo_algo(repo)),
+				map_by_cache, &m,
 				unknown_headers, map_gitlink_by_cache };
 	struct buf native = BUF_INIT;
 	struct cache_object co;
@@ -125,8 +128,9 @@ int xlate_sha1_form(struct repo *repo, struct cache *cache,
 	 * (a tampered cache, or a bug), and must not be served.
 	 */
 	if (!ret && co.sha1.algo && out->len != co.size1) {
-		ret = ERR_CORRUPT("cache %s says the SHA-1 form of %s is %llu "
+		ret = ERR_CORRUPT("cache %s says the %s form of %s is %llu "
 				  "bytes, but it is %zu", cache_path(cache),
+				  cache_other(cache)->title,
 				  oid_to_hex_r(hex, sha256),
 				  (unsigned long long)co.size1, out->len);
 		buf_reset(out);
@@ -149,24 +153,29 @@ static int ends_with(const char *s, size_t len, const char *suffix)
 	return len >= n && !memcmp(s + len - n, suffix, n);
 }
 
-/* A full or abbreviated SHA-1 name, through the cache. */
+/*
+ * A full or abbreviated name of the other algorithm (SHA-1 in a SHA-256
+ * repository), through the cache.
+ */
 static int resolve_sha1(struct cache *cache, const char *hex, size_t len,
 			struct oid *sha256)
 {
+	const struct hash_algo *other = cache_other(cache);
 	struct cache_object co;
 	struct oid o1;
 	int ret;
 
-	if (len == 40) {
-		oid_from_hex(&o1, &hash_sha1, hex);
+	if (len == other->hexsz) {
+		oid_from_hex(&o1, other, hex);
 		ret = cache_get_by_sha1(cache, &o1, &co);
 	} else {
-		ret = cache_resolve_prefix(cache, &hash_sha1, hex, len, &co);
+		ret = cache_resolve_prefix(cache, other, hex, len, &co);
 	}
 	if (!ret)
 		*sha256 = co.sha256;
 	else if (ret == XL_ENOTFOUND)
-		err_set(XL_ENOTFOUND, "no object with SHA-1 name %.*s", (int)len, hex);
+		err_set(XL_ENOTFOUND, "no object with %s name %.*s",
+			other->title, (int)len, hex);
 	return ret;
 }
 
@@ -210,6 +219,8 @@ int xlate_resolve(struct repo *repo, struct cache *cache, const char *name,
 {
 	size_t len = strlen(name);
 	const struct hash_algo *force = NULL;
+	const struct hash_algo *own = repo_algo(repo);
+	const struct hash_algo *other = cache_other(cache);
 	struct oid a, b;
 	char *base;
 	int ret, r256, r1;
@@ -227,17 +238,22 @@ int xlate_resolve(struct repo *repo, struct cache *cache, const char *name,
 	if (!is_hex(base, len) || len < 4 || len > 64) {
 		/* a ref or a revision expression: resolved natively */
 		ret = repo_resolve_name(repo, base, sha256);
-		*given = force ? force : &hash_sha256;
-	} else if (force == &hash_sha1) {
-		ret = len <= 40 ? resolve_sha1(cache, base, len, sha256) :
-			err_set(XL_ENOTFOUND, "%s is too long for a SHA-1 name", name);
+		*given = force ? force : own;
+	} else if (force == other) {
+		ret = len <= other->hexsz ? resolve_sha1(cache, base, len, sha256) :
+			err_set(XL_ENOTFOUND, "%s is too long for a %s name",
+				name, other->title);
 		*given = force;
-	} else if (force == &hash_sha256 || len == 64 || len > 40) {
+	} else if (force == own || len == own->hexsz || len > other->hexsz) {
 		ret = repo_resolve_name(repo, base, sha256);
-		*given = &hash_sha256;
-	} else if (len == 40) {
+		*given = own;
+	} else if (len == other->hexsz) {
 		ret = resolve_sha1(cache, base, len, sha256);
-		*given = &hash_sha1;
+		*given = other;
+	} else if (len > own->hexsz) {
+		/* too long for a name of the repository's own */
+		ret = resolve_sha1(cache, base, len, sha256);
+		*given = other;
 	} else if (!dwim_ref(repo, base, &a)) {
 		/*
 		 * A ref whose name is also hex: Git 2.39 takes the ref
@@ -250,7 +266,7 @@ int xlate_resolve(struct repo *repo, struct cache *cache, const char *name,
 			fprintf(stderr, "warning: refname '%s' is ambiguous.\n", base);
 		err_clear();
 		*sha256 = a;
-		*given = &hash_sha256;
+		*given = own;
 		ret = 0;
 	} else {
 		/* abbreviated hex: it may abbreviate a name of either kind */
@@ -261,11 +277,11 @@ int xlate_resolve(struct repo *repo, struct cache *cache, const char *name,
 			ret = err_set(XL_EAMBIGUOUS, "short name %s is ambiguous", name);
 		} else if (!r256) {
 			*sha256 = a;
-			*given = &hash_sha256;
+			*given = own;
 			ret = 0;
 		} else if (!r1) {
 			*sha256 = b;
-			*given = &hash_sha1;
+			*given = other;
 			ret = 0;
 		} else {
 			ret = err_set(XL_ENOTFOUND, "not a valid object name: %s", name);

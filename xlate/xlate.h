@@ -356,9 +356,11 @@ int xlate_build_settings(const struct xlate_build_opts *opts,
  * Read a map (--map): lines "<sha256-hex> <sha1-hex>", as upstream
  * Git's loose-object-idx has them (its "# loose-object-idx" header is
  * a comment here), and as `git xlate export` writes them (in its tsv
- * the type that follows is ignored, and a "-" for an object without a
- * SHA-1 name skips the line).  '#' comments and blank lines allowed.
- * fn is called for each pair.  Returns 0, XL_ENOTFOUND / XL_EIO (the
+ * the type that follows is ignored, and a "-" for an object without
+ * its other name skips the line).  A SHA-1 repository's files put the
+ * SHA-1 name first: the length of the first name says which it is.
+ * '#' comments and blank lines allowed.  fn is called for each pair,
+ * the SHA-256 name first whatever the line's order.  Returns 0, XL_ENOTFOUND / XL_EIO (the
  * file), XL_ECORRUPT (a bad line, numbered).
  */
 typedef int (*xlate_pair_fn)(void *data, const struct oid *sha256,

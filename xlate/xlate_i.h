@@ -7,20 +7,29 @@
 #include "xlate.h"
 
 /*
- * What the build knows of one object, keyed by its SHA-256 name.  The
+ * What the build knows of one object, keyed by its primary name (the
+ * repository's: SHA-256, or SHA-1 for a SHA-1 repository).  The
  * entries array grows by doubling, so entry pointers are only good until
  * the next xmap_add(): callers keep names, not pointers.
  */
 enum xmap_state {
 	XMAP_EMPTY = 0,
 	XMAP_PENDING,		/* new in this build, not yet named */
-	XMAP_DONE,		/* sha1 is its SHA-1 name */
+	XMAP_DONE,		/* `other` is its translated name */
 	XMAP_BAD,		/* untranslatable; reason says why */
 };
 
+/* A SHA-256 name and a SHA-1 one, in either order: an entry's names. */
+#define XMAP_NAMES (32 + 20)
+
 struct xmap_entry {
-	unsigned char key[32];
-	unsigned char sha1[20];
+	/*
+	 * The key, its name in the repository's own algorithm (the
+	 * table's keysz bytes), then its name in the other algorithm
+	 * (xmap_other()).  Packed so, an entry of a million-object build
+	 * is as small in either direction.
+	 */
+	unsigned char names[XMAP_NAMES];
 	uint8_t state;		/* enum xmap_state */
 	uint8_t type;		/* enum obj_type; 0 if not yet known */
 	uint8_t is_new;		/* found in this build (to be stored) */
@@ -63,13 +72,21 @@ static inline void xmap_publish(struct xmap_entry *e, uint8_t state)
 struct xmap_slot;
 
 struct xmap {
+	size_t keysz;			/* bytes of a key: 32, or 20 */
 	struct xmap_entry *entries;	/* dense, in insertion order */
 	size_t nr, alloc;
 	struct xmap_slot *slots;	/* the hash table: indexes into entries */
 	size_t cap;			/* slots, a power of two, >= 2 * nr */
 };
 
-int xmap_init(struct xmap *m, size_t hint);
+/* Entry e's other name, of a table whose keys are keysz bytes. */
+static inline unsigned char *xmap_other(struct xmap_entry *e, size_t keysz)
+{
+	return e->names + keysz;
+}
+
+/* A table keyed by names of `algo`, sized for `hint` entries. */
+int xmap_init(struct xmap *m, const struct hash_algo *algo, size_t hint);
 void xmap_release(struct xmap *m);
 struct xmap_entry *xmap_get(const struct xmap *m, const struct oid *oid);
 /* What the table takes in memory now (slots and entries). */

@@ -29,9 +29,10 @@ static uint64_t key_tag(const unsigned char *key)
 	return t;
 }
 
-int xmap_init(struct xmap *m, size_t hint)
+int xmap_init(struct xmap *m, const struct hash_algo *algo, size_t hint)
 {
 	memset(m, 0, sizeof(*m));
+	m->keysz = algo->rawsz;
 	m->cap = 1024;
 	while (m->cap < 2 * hint)
 		m->cap *= 2;
@@ -71,7 +72,8 @@ static struct xmap_slot *find_slot(const struct xmap *m,
 
 		if (!s->idx)
 			return s;
-		if (s->tag == tag && !memcmp(m->entries[s->idx - 1].key, key, 32))
+		if (s->tag == tag &&
+		    !memcmp(m->entries[s->idx - 1].names, key, m->keysz))
 			return s;
 	}
 }
@@ -101,7 +103,7 @@ static int grow(struct xmap *m)
 	m->cap = old_cap * 2;
 	for (size_t i = 0; i < old_cap; i++)
 		if (old[i].idx)
-			*find_slot(m, m->entries[old[i].idx - 1].key) = old[i];
+			*find_slot(m, m->entries[old[i].idx - 1].names) = old[i];
 	free(old);
 	return 0;
 }
@@ -129,7 +131,7 @@ struct xmap_entry *xmap_add(struct xmap *m, const struct oid *oid)
 	}
 	e = &m->entries[m->nr++];
 	memset(e, 0, sizeof(*e));
-	memcpy(e->key, oid->hash, 32);
+	memcpy(e->names, oid->hash, m->keysz);
 	e->state = XMAP_PENDING;
 	s->tag = key_tag(oid->hash);
 	s->idx = (uint32_t)m->nr;
