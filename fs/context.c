@@ -47,7 +47,11 @@ static void release_texts(struct xfs *xfs)
 	buf_release(&xfs->config[XFS_GIT256]);
 }
 
-/* Open the repository, refusing any but a SHA-256 one, and make it current. */
+/*
+ * Open the repository and make it current.  The first open fixes which
+ * way the mount goes (xfs->algo); a SHA-1 repository goes the other way
+ * round, its sha256/ made by translation.
+ */
 static int open_repo(struct xfs *xfs, struct repo **out)
 {
 	struct repo *repo;
@@ -55,12 +59,10 @@ static int open_repo(struct xfs *xfs, struct repo **out)
 
 	if ((ret = repo_open(&repo, xfs->repo_path)))
 		return ret;
-	if (repo_algo(repo) != &hash_sha256) {
-		ret = err_set(XL_EUNSUPPORTED, "%s is a %s repository; xlatefs "
-			      "translates SHA-256 repositories", xfs->repo_path,
-			      repo_algo(repo)->name);
-		repo_close(repo);
-		return ret;
+	if (!xfs->algo) {
+		xfs->algo = repo_algo(repo);
+		xfs->own = xfs->algo == &hash_sha1 ? XFS_GIT1 : XFS_GIT256;
+		xfs->other = xfs->own == XFS_GIT1 ? XFS_GIT256 : XFS_GIT1;
 	}
 	if ((ret = xfs_repo_set(xfs, repo)))
 		return ret;
@@ -137,7 +139,7 @@ int xfs_setup(struct xfs *xfs, const struct xfs_conf *conf)
 
 int xfs_first_build(struct xfs *xfs)
 {
-	int ret = cache_open(&xfs->writer, xfs->cache_path, &hash_sha256, 0,
+	int ret = cache_open(&xfs->writer, xfs->cache_path, xfs->algo, 0,
 			     xfs_cache_warn, xfs);
 
 	if (!ret)

@@ -77,9 +77,18 @@ void xfs_repo_put(struct repo_ref *r)
 
 int xfs_repo_set(struct xfs *xfs, struct repo *repo)
 {
-	struct repo_ref *r = malloc(sizeof(*r)), *old;
+	struct repo_ref *r, *old;
 
-	if (!r) {
+	/* the mount's direction was fixed by the first open (context.c) */
+	if (xfs->algo && repo_algo(repo) != xfs->algo) {
+		int ret = err_set(XL_EUNSUPPORTED, "%s is now a %s repository; "
+				  "it was mounted as a %s one", xfs->repo_path,
+				  repo_algo(repo)->name, xfs->algo->name);
+
+		repo_close(repo);
+		return ret;
+	}
+	if (!(r = malloc(sizeof(*r)))) {
 		repo_close(repo);
 		return err_set(XL_ENOMEM, "out of memory");
 	}
@@ -105,7 +114,7 @@ int xfs_pool_open(struct xfs *xfs)
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	int ret;
 
-	if ((ret = cache_open(&xfs->writer, xfs->cache_path, &hash_sha256,
+	if ((ret = cache_open(&xfs->writer, xfs->cache_path, xfs->algo,
 			      0, xfs_cache_warn, xfs)))
 		return ret;
 	/* enough that workers rarely wait for each other's connection */
@@ -117,7 +126,7 @@ int xfs_pool_open(struct xfs *xfs)
 		return err_set(XL_ENOMEM, "out of memory");
 	for (unsigned i = 0; i < xfs->nr_readers; i++)
 		if ((ret = cache_open(&xfs->readers[i], xfs->cache_path,
-				      &hash_sha256, 0, xfs_cache_warn, xfs)) ||
+				      xfs->algo, 0, xfs_cache_warn, xfs)) ||
 		    (xfs->page_cache_kib &&
 		     (ret = cache_set_page_cache(xfs->readers[i],
 						 xfs->page_cache_kib))))

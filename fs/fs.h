@@ -196,6 +196,14 @@ struct forge;
 struct xfs {
 	/* set up before mounting, then read-only */
 	char *repo_path;		/* as given, made absolute */
+	/*
+	 * The repository's own algorithm, fixed when it is first opened:
+	 * `own` is its Git directory read through (sha256/, or sha1/ for a
+	 * SHA-1 repository, mounted the other way round), `other` the one
+	 * made by translation.
+	 */
+	const struct hash_algo *algo;
+	enum xfs_git own, other;
 	char *cache_path;
 	char *map;
 	enum xlate_unknown unknown_headers;
@@ -248,7 +256,7 @@ struct xfs {
 	 * of raw names; good while the memo is at ref_names_gen.  Touched
 	 * only by the one thread that holds snap_busy.
 	 */
-	unsigned char (*ref_names)[32 + 20];
+	unsigned char (*ref_names)[2 * OID_RAWSZ_MAX];	/* own, other */
 	size_t nr_ref_names, alloc_ref_names;
 	uint64_t ref_names_gen;
 	int ref_names_loaded;
@@ -275,6 +283,18 @@ struct xfs {
 	int updater_started;
 	int cache_checked;		/* the updater's: once a process */
 };
+
+/* The Git directory of a view. */
+static inline enum xfs_git view_git(enum xfs_view v)
+{
+	return view_algo(v) == &hash_sha1 ? XFS_GIT1 : XFS_GIT256;
+}
+
+/* Does view v show translated forms (not the repository's own)? */
+static inline int view_translated(const struct xfs *xfs, enum xfs_view v)
+{
+	return view_algo(v) != xfs->algo;
+}
 
 /* ---- a repository's state (context.c) --------------------------------------- */
 

@@ -568,13 +568,13 @@ static int resolve_in(struct xfs *xfs, struct odb *odb, struct cache *c,
 	n->kind = NODE_OBJECT;
 	n->view = view;
 	n->name = *name;
-	if (view_algo(view) == &hash_sha1)
+	if (view_translated(xfs, view))
 		ret = cache_get_by_sha1(c, name, &co);
 	else
 		ret = cache_get(c, name, &co);
 	if (ret == XL_ENOTFOUND || ret == XL_EAMBIGUOUS) {
-		if (view_algo(view) == &hash_sha1)
-			return ENOENT;	/* a SHA-1 name is only what the cache says */
+		if (view_translated(xfs, view))
+			return ENOENT;	/* a translated name is only what the cache says */
 		n->sha256 = *name;
 		ret = odb_read_header(odb, name, &n->type, &size);
 		if (ret == XL_ENOTFOUND)
@@ -599,7 +599,7 @@ static int resolve_in(struct xfs *xfs, struct odb *odb, struct cache *c,
 	n->sha256 = co.sha256;
 	n->sha1 = co.sha1;
 	n->type = co.type;
-	n->size = view_algo(view) == &hash_sha1 ? co.size1 : co.size256;
+	n->size = view_translated(xfs, view) ? co.size1 : co.size256;
 	return 0;
 }
 
@@ -817,6 +817,7 @@ struct fanout_walk {
 	struct odb *odb;
 	struct dir_listing *l;
 	enum xfs_view view;
+	int translated;			/* view_translated() */
 	int err;
 	/* a loose view lists only what none of these packs holds */
 	struct odb_pack_info *packs;
@@ -825,13 +826,15 @@ struct fanout_walk {
 
 /*
  * The native packs whose objects a loose view leaves to objects/pack:
- * in sha256/, all of them; in sha1/, those with a SHA-1 pack listed.
- * An object packed natively but not yet laid out stays loose in sha1/,
- * so every object can be read one way or the other.
+ * in the repository's own view, all of them; in the translated one
+ * (sha1/), those with a SHA-1 pack listed.  An object packed natively
+ * but not yet laid out stays loose in sha1/, so every object can be read
+ * one way or the other.  (Mounted the other way round, sha256/ has no
+ * packs yet: every object is loose there.)
  */
 static int fanout_packs(struct xfs *xfs, struct fanout_walk *w)
 {
-	enum xfs_git git = w->view == XFS_LOOSE1 ? XFS_GIT1 : XFS_GIT256;
+	enum xfs_git git = view_git(w->view);
 	struct packsnap *snap;
 
 	if (!view_is_loose(w->view))
@@ -854,8 +857,7 @@ static int fanout_packs(struct xfs *xfs, struct fanout_walk *w)
 static int fanout_ent(const struct cache_object *co, void *data)
 {
 	struct fanout_walk *w = data;
-	const struct oid *name = view_algo(w->view) == &hash_sha1 ?
-		&co->sha1 : &co->sha256;
+	const struct oid *name = w->translated ? &co->sha1 : &co->sha256;
 	char hex[OID_HEXSZ_MAX + 1];
 
 	for (size_t i = 0; i < w->nr_packs; i++)
@@ -916,7 +918,7 @@ static int list_refdir(struct xfs *xfs, const struct node *dir,
 static int list_loose(struct xfs *xfs, const struct node *dir,
 		      struct dir_listing *l)
 {
-	enum xfs_git git = dir->view == XFS_LOOSE1 ? XFS_GIT1 : XFS_GIT256;
+	enum xfs_git git = view_git(dir->view);
 	struct packsnap *snap = packsnap_get(xfs);
 	char hex[OID_HEXSZ_MAX + 1];
 	int ret = 0;
@@ -955,7 +957,7 @@ static int list_fanouts(struct xfs *xfs, const struct node *dir,
 
 	memset(used, 1, sizeof(used));
 	if (view_is_loose(dir->view)) {
-		enum xfs_git git = dir->view == XFS_LOOSE1 ? XFS_GIT1 : XFS_GIT256;
+		enum xfs_git git = view_git(dir->view);
 		struct packsnap *snap = packsnap_get(xfs);
 
 		if (!snap)
@@ -1034,7 +1036,8 @@ int node_list(struct xfs *xfs, const struct node *dir, struct dir_listing *l)
 		return 0;
 	case NODE_FANOUT: {
 		struct repo_ref *repo = xfs_repo_get(xfs);
-		struct fanout_walk w = { repo_odb(repo->repo), l, dir->view, 0,
+		struct fanout_walk w = { repo_odb(repo->repo), l, dir->view,
+					 view_translated(xfs, dir->view), 0,
 					 NULL, 0 };
 		char hex[3];
 

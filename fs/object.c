@@ -241,7 +241,7 @@ int objfile_open(struct xfs *xfs, const struct node *n, struct objfile **out)
 	f->sha256 = n->sha256;
 	f->type = n->type;
 	f->size = n->size;
-	f->sha1_form = view_algo(n->view) == &hash_sha1;
+	f->sha1_form = view_translated(xfs, n->view);
 	f->loose = view_is_loose(n->view);
 	if (f->loose)
 		f->hdrlen = loose_header(f->hdr, n->type, n->size);

@@ -346,24 +346,31 @@ static const char *const xattr_names[] = {
 	"user.git.type", "user.git.size", "user.git.sha1", "user.git.sha256",
 };
 
+/* The name in `algo` of object node n: NULL if it has none. */
+static const struct oid *name_in(const struct node *n,
+				 const struct hash_algo *algo)
+{
+	if (n->sha256.algo == algo)
+		return &n->sha256;	/* the repository's own */
+	if (view_algo(n->view) == algo)
+		return &n->name;
+	return n->sha1.algo ? &n->sha1 : NULL;	/* not named yet, or none */
+}
+
 /* The value of xattr `i` of object node n into out; 0 if it has none. */
 static int xattr_value(const struct node *n, size_t i, char *out, size_t cap)
 {
 	char hex[OID_HEXSZ_MAX + 1];
+	const struct oid *name;
 
 	switch (i) {
 	case 0:
 		return snprintf(out, cap, "%s", type_name(n->type));
 	case 1:
 		return snprintf(out, cap, "%llu", (unsigned long long)n->size);
-	case 2:
-		if (view_algo(n->view) == &hash_sha1)
-			return snprintf(out, cap, "%s", oid_to_hex_r(hex, &n->name));
-		if (!n->sha1.algo)
-			return 0;	/* untranslatable, or not named yet */
-		return snprintf(out, cap, "%s", oid_to_hex_r(hex, &n->sha1));
 	default:
-		return snprintf(out, cap, "%s", oid_to_hex_r(hex, &n->sha256));
+		name = name_in(n, i == 2 ? &hash_sha1 : &hash_sha256);
+		return name ? snprintf(out, cap, "%s", oid_to_hex_r(hex, name)) : 0;
 	}
 }
 

@@ -12,6 +12,10 @@
  *                         the .pack is made when read
  *   objects/info/packs    lists them, as `git update-server-info` would
  *
+ * A SHA-1 repository mounted the other way round serves its own packs in
+ * sha1/objects/pack, read straight through; its sha256/ has no packs yet
+ * (xlate/pack1.c makes SHA-1 packs only), so every object is loose there.
+ *
  * A pack file is named by its trailer, so its bytes never change while
  * it is listed: the kernel may keep them (keep_cache) and its name for
  * long.  What is listed is snapshotted (struct packsnap) and made anew
@@ -166,25 +170,25 @@ static int loose_snap(struct xfs *xfs, struct odb *odb, struct packsnap *snap,
 		return 0;	/* listings ask the cache */
 	}
 	qsort(w.names, w.nr, sizeof(*w.names), cmp_oid);
-	snap->loose[XFS_GIT256] = w.names;
-	snap->nr_loose[XFS_GIT256] = w.nr;
-	snap->loose_ok[XFS_GIT256] = 1;
+	snap->loose[xfs->own] = w.names;
+	snap->nr_loose[xfs->own] = w.nr;
+	snap->loose_ok[xfs->own] = 1;
 	if (!all_served1)
 		return 0;
-	if (!(snap->loose[XFS_GIT1] = malloc((w.nr ? w.nr : 1) * sizeof(struct oid))))
+	if (!(snap->loose[xfs->other] = malloc((w.nr ? w.nr : 1) * sizeof(struct oid))))
 		return ENOMEM;
 	for (size_t i = 0; i < w.nr; i++) {
 		struct cache_object co;
 
 		ret = cache_get(c, &w.names[i], &co);
 		if (!ret && co.sha1.algo)
-			snap->loose[XFS_GIT1][n1++] = co.sha1;
+			snap->loose[xfs->other][n1++] = co.sha1;
 		else if (ret && ret != XL_ENOTFOUND)
 			return 0;	/* listings ask the cache, and say why */
 	}
-	qsort(snap->loose[XFS_GIT1], n1, sizeof(struct oid), cmp_oid);
-	snap->nr_loose[XFS_GIT1] = n1;
-	snap->loose_ok[XFS_GIT1] = 1;
+	qsort(snap->loose[xfs->other], n1, sizeof(struct oid), cmp_oid);
+	snap->nr_loose[xfs->other] = n1;
+	snap->loose_ok[xfs->other] = 1;
 	return 0;
 }
 
@@ -240,7 +244,7 @@ static int packsnap_make(struct xfs *xfs, struct packsnap **out)
 
 	for (size_t i = 0; i < natives.nr && !ret; i++) {
 		const struct odb_pack_info *info = &natives.packs[i];
-		struct served_pack sp = { .git = XFS_GIT256 };
+		struct served_pack sp = { .git = xfs->own };
 		size_t plen = strlen(info->path);
 		struct stat st;
 
@@ -270,7 +274,7 @@ static int packsnap_make(struct xfs *xfs, struct packsnap **out)
 		ret = snap_push(xfs, snap, &sp, info->path);
 
 		for (size_t j = 0; j < nr_layouts && !ret; j++) {
-			struct served_pack s1 = { .git = XFS_GIT1 };
+			struct served_pack s1 = { .git = xfs->other };
 			struct oid sum;
 			char hex[OID_HEXSZ_MAX + 1];
 
@@ -471,7 +475,7 @@ int packfile_open(struct xfs *xfs, const struct node *n, struct packfile **out)
 		free(f);
 		return ret;
 	}
-	if (f->sp.git == XFS_GIT256) {
+	if (f->sp.git == xfs->own) {
 		struct buf path = BUF_INIT;
 		size_t plen = strlen(f->sp.native_path);
 
@@ -605,7 +609,7 @@ static int layout_open(void *data, const struct cache_pack1 *p)
 
 	pthread_mutex_lock(&xfs->pack_lock);
 	for (size_t i = 0; i < xfs->nr_packs_seen; i++)
-		if (xfs->packs_seen[i].git == XFS_GIT1 &&
+		if (xfs->packs_seen[i].git == xfs->other &&
 		    xfs->packs_seen[i].layout.id == p->id &&
 		    xfs->packs_seen[i].opens)
 			open = 1;

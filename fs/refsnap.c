@@ -8,6 +8,9 @@
  * In sha1/ a ref appears under its SHA-1 name once the cache has one,
  * that is, once its object's whole closure is translated; until then, or
  * for good if the object is untranslatable, it is left out and counted.
+ * (Mounted the other way round, the same goes for sha256/: "vo" below is
+ * the repository's own view, "vt" the translated one, and "SHA-1 name"
+ * means the name in the translated view's algorithm.)
  *
  * A snapshot is made on demand and kept for XFS_REFS_MAX_AGE, so a
  * burst of reads costs one walk of the refs, and a change in the
@@ -120,14 +123,15 @@ static int hide(struct refsnap_view *v, const char *name)
  * that a fresh mount's first snapshot asks the big table nothing for
  * them: cold, each such lookup is a disk read (0.13 s for the 2,700 refs
  * of the bench repository).  Read once per mount, before the first
- * snapshot, into a sorted array of 52 bytes a name (not into the memo,
+ * snapshot, into a sorted array of the two names, each zero-padded to
+ * 32 bytes, the repository's own first (not into the memo,
  * where each name would land on a page of its own).  They stay good
  * while the memo's generation stays: a build that changes names clears
  * the memo.  Failing to read them costs only the lookups.
  */
 static int cmp_ref_name(const void *a, const void *b)
 {
-	return memcmp(a, b, 32);
+	return memcmp(a, b, OID_RAWSZ_MAX);
 }
 
 static int load_ref_name(const struct oid *sha256, const struct oid *sha1,
@@ -135,12 +139,14 @@ static int load_ref_name(const struct oid *sha256, const struct oid *sha1,
 {
 	struct xfs *xfs = data;
 
-	if (sha256->algo->rawsz != 32 ||
+	if (sha256->algo != xfs->algo ||
 	    ARRAY_GROW(xfs->ref_names, xfs->nr_ref_names,
 		       xfs->alloc_ref_names, 256))
 		return 0;
-	memcpy(xfs->ref_names[xfs->nr_ref_names], sha256->hash, 32);
-	memcpy(xfs->ref_names[xfs->nr_ref_names] + 32, sha1->hash, 20);
+	/* struct oid's bytes: zero-padded past the algorithm's */
+	memcpy(xfs->ref_names[xfs->nr_ref_names], sha256->hash, OID_RAWSZ_MAX);
+	memcpy(xfs->ref_names[xfs->nr_ref_names] + OID_RAWSZ_MAX, sha1->hash,
+	       OID_RAWSZ_MAX);
 	xfs->nr_ref_names++;
 	return 0;
 }
@@ -160,9 +166,9 @@ static void load_ref_names(struct xfs *xfs)
 
 static int ref_name(struct xfs *xfs, const struct oid *oid, struct oid *out)
 {
-	const unsigned char (*hit)[52];
+	const unsigned char (*hit)[2 * OID_RAWSZ_MAX];
 
-	if (!xfs->nr_ref_names || oid->algo->rawsz != 32)
+	if (!xfs->nr_ref_names || oid->algo != xfs->algo)
 		return 0;
 	if (xlate_memo_generation(xfs->memo) != xfs->ref_names_gen) {
 		/* names have changed since they were read: forget them all */
@@ -175,7 +181,7 @@ static int ref_name(struct xfs *xfs, const struct oid *oid, struct oid *out)
 		      sizeof(*xfs->ref_names), cmp_ref_name);
 	if (!hit)
 		return 0;
-	oid_from_raw(out, &hash_sha1, *hit + 32);
+	oid_from_raw(out, hash_algo_other(xfs->algo), *hit + OID_RAWSZ_MAX);
 	return 1;
 }
 
@@ -199,7 +205,8 @@ static int sha1_of(struct xfs *xfs, const struct oid *oid, struct oid *out)
 	struct cache_object co;
 	int ret;
 
-	if (xlate_builtin(oid, &hash_sha1, out) || ref_name(xfs, oid, out))
+	if (xlate_builtin(oid, hash_algo_other(xfs->algo), out) ||
+	    ref_name(xfs, oid, out))
 		return 0;
 	if ((ret = cache_get(xfs_cache(xfs), oid, &co)))
 		return ret == XL_ENOTFOUND ? 1 : -1;
@@ -227,6 +234,8 @@ struct prev_ref {
 
 struct prev_refs {
 	struct refsnap *snap;	/* the snapshot before, held */
+	enum xfs_git git;	/* the translated view */
+	const struct hash_algo *algo;	/* its names' */
 	struct prev_ref *e;
 	size_t nr, alloc;
 	int indexed;
@@ -234,25 +243,26 @@ struct prev_refs {
 
 static int prev_index(struct prev_refs *pr)
 {
-	const struct buf *t = &pr->snap->view[XFS_GIT1].packed_refs;
+	const struct buf *t = &pr->snap->view[pr->git].packed_refs;
 	const char *p = t->buf, *end = t->buf + t->len;
+	size_t hexsz = pr->algo->hexsz;
 
 	pr->indexed = 1;
 	while (p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
 
-		if (n > 41 && p[40] == ' ') {
+		if (n > hexsz + 1 && p[hexsz] == ' ') {
 			if (ARRAY_GROW(pr->e, pr->nr, pr->alloc, 64))
 				return XL_ENOMEM;
 			memset(&pr->e[pr->nr], 0, sizeof(pr->e[pr->nr]));
-			if (!oid_from_hex(&pr->e[pr->nr].o1, &hash_sha1, p)) {
-				pr->e[pr->nr].name = p + 41;
-				pr->e[pr->nr].len = n - 41;
+			if (!oid_from_hex(&pr->e[pr->nr].o1, pr->algo, p)) {
+				pr->e[pr->nr].name = p + hexsz + 1;
+				pr->e[pr->nr].len = n - hexsz - 1;
 				pr->nr++;
 			}
-		} else if (n == 41 && p[0] == '^' && pr->nr &&
-			   !oid_from_hex(&pr->e[pr->nr - 1].p1, &hash_sha1, p + 1)) {
+		} else if (n == hexsz + 1 && p[0] == '^' && pr->nr &&
+			   !oid_from_hex(&pr->e[pr->nr - 1].p1, pr->algo, p + 1)) {
 			pr->e[pr->nr - 1].has_p1 = 1;
 		}
 		p = nl ? nl + 1 : end;
@@ -303,8 +313,8 @@ static int add_line(struct buf *b, const struct oid *oid, const char *name)
 static int snap_ref(const struct ref *ref, void *data)
 {
 	struct snap_walk *w = data;
-	struct refsnap_view *v1 = &w->snap->view[XFS_GIT1];
-	struct refsnap_view *v256 = &w->snap->view[XFS_GIT256];
+	struct refsnap_view *vt = &w->snap->view[w->xfs->other];
+	struct refsnap_view *vo = &w->snap->view[w->xfs->own];
 	char hex[OID_HEXSZ_MAX + 1];
 	struct oid peeled, o1, p1;
 	int has_peeled = 0, ret;
@@ -317,11 +327,11 @@ static int snap_ref(const struct ref *ref, void *data)
 				 ref->name);
 		/* tells one set of broken names from another, for the log */
 		w->broken_sum = w->broken_sum * 31 + (uint32_t)str_hash(ref->name);
-		return hide(v1, ref->name) ?: hide(v256, ref->name);
+		return hide(vt, ref->name) ?: hide(vo, ref->name);
 	}
 	if (ref->target)
-		return add_symref(v256, ref->name, ref->target) ?:
-		       add_symref(v1, ref->name, ref->target);
+		return add_symref(vo, ref->name, ref->target) ?:
+		       add_symref(vt, ref->name, ref->target);
 	if (ref->has_peeled) {
 		peeled = ref->peeled;
 		has_peeled = 1;
@@ -331,38 +341,38 @@ static int snap_ref(const struct ref *ref, void *data)
 		 * (status names it; no log line, as this recurs every second).
 		 * A pack written a moment ago is found: a miss rescans.
 		 */
-		return hide(v1, ref->name) ?: hide(v256, ref->name);
+		return hide(vt, ref->name) ?: hide(vo, ref->name);
 	} else if (type == OBJ_TAG) {
 		if (repo_peel(w->repo, &ref->oid, OBJ_NONE, &peeled)) {
 			/* "fully-peeled" would be a lie for this one: leave it out */
 			xfs_log(w->xfs, "%s: cannot peel %s: %s", ref->name,
 				oid_to_hex_r(hex, &ref->oid), err_msg());
-			return hide(v1, ref->name) ?: hide(v256, ref->name);
+			return hide(vt, ref->name) ?: hide(vo, ref->name);
 		}
 		has_peeled = 1;
 	}
-	if ((ret = add_line(&v256->packed_refs, &ref->oid, ref->name)) ||
-	    (has_peeled && (ret = add_line(&v256->packed_refs, &peeled, NULL))))
+	if ((ret = add_line(&vo->packed_refs, &ref->oid, ref->name)) ||
+	    (has_peeled && (ret = add_line(&vo->packed_refs, &peeled, NULL))))
 		return ret;
 	if ((ret = sha1_of(w->xfs, &ref->oid, &o1)) ||
 	    (has_peeled && (ret = sha1_of(w->xfs, &peeled, &p1)))) {
 		const struct prev_ref *old;
 
 		if (ret < 0 || !(old = prev_find(&w->prev, ref->name)))
-			return hide(v1, ref->name);
+			return hide(vt, ref->name);
 		/* not named yet: its value before, until it is */
 		o1 = old->o1;
 		p1 = old->p1;
 		has_peeled = old->has_p1;
 	}
-	return add_line(&v1->packed_refs, &o1, ref->name) ?:
-	       (has_peeled ? add_line(&v1->packed_refs, &p1, NULL) : 0);
+	return add_line(&vt->packed_refs, &o1, ref->name) ?:
+	       (has_peeled ? add_line(&vt->packed_refs, &p1, NULL) : 0);
 }
 
 static int snap_head(struct xfs *xfs, struct repo *repo, struct refsnap *snap)
 {
-	struct refsnap_view *v1 = &snap->view[XFS_GIT1];
-	struct refsnap_view *v256 = &snap->view[XFS_GIT256];
+	struct refsnap_view *vt = &snap->view[xfs->other];
+	struct refsnap_view *vo = &snap->view[xfs->own];
 	char hex[OID_HEXSZ_MAX + 1];
 	struct ref head = { 0 };
 	struct oid o1;
@@ -374,19 +384,19 @@ static int snap_head(struct xfs *xfs, struct repo *repo, struct refsnap *snap)
 		 * repository at all; an unborn branch keeps the rest usable.
 		 */
 		xfs_log(xfs, "reading HEAD: %s", err_msg());
-		return buf_addstr(&v256->head, "ref: refs/heads/main\n") ?:
-		       buf_addstr(&v1->head, "ref: refs/heads/main\n");
+		return buf_addstr(&vo->head, "ref: refs/heads/main\n") ?:
+		       buf_addstr(&vt->head, "ref: refs/heads/main\n");
 	}
 	if (head.target) {
-		ret = buf_addf(&v256->head, "ref: %s\n", head.target) ?:
-		      buf_addf(&v1->head, "ref: %s\n", head.target);
+		ret = buf_addf(&vo->head, "ref: %s\n", head.target) ?:
+		      buf_addf(&vt->head, "ref: %s\n", head.target);
 	} else {
-		ret = buf_addf(&v256->head, "%s\n", oid_to_hex_r(hex, &head.oid));
+		ret = buf_addf(&vo->head, "%s\n", oid_to_hex_r(hex, &head.oid));
 		if (!ret && !sha1_of(xfs, &head.oid, &o1)) {
-			ret = buf_addf(&v1->head, "%s\n", oid_to_hex_r(hex, &o1));
+			ret = buf_addf(&vt->head, "%s\n", oid_to_hex_r(hex, &o1));
 		} else if (!ret) {
 			/* a detached HEAD without a SHA-1 name: an unborn branch */
-			ret = hide(v1, "HEAD") ?: buf_addstr(&v1->head,
+			ret = hide(vt, "HEAD") ?: buf_addstr(&vt->head,
 					 "ref: refs/heads/xlatefs-untranslatable-HEAD\n");
 		}
 	}
@@ -403,10 +413,10 @@ static int snap_head(struct xfs *xfs, struct repo *repo, struct refsnap *snap)
 static int snap_shallow(struct xfs *xfs, struct repo *repo,
 			struct refsnap *snap)
 {
-	struct refsnap_view *v1 = &snap->view[XFS_GIT1];
-	struct refsnap_view *v256 = &snap->view[XFS_GIT256];
+	struct refsnap_view *vt = &snap->view[xfs->other];
+	struct refsnap_view *vo = &snap->view[xfs->own];
 	char hex[OID_HEXSZ_MAX + 1];
-	int ret = repo_shallow_read(repo, &v256->shallow);
+	int ret = repo_shallow_read(repo, &vo->shallow);
 
 	if (ret == XL_ENOTFOUND) {
 		err_clear();
@@ -414,16 +424,16 @@ static int snap_shallow(struct xfs *xfs, struct repo *repo,
 	}
 	if (ret)
 		return ret;
-	v256->has_shallow = v1->has_shallow = 1;
-	for (const char *p = v256->shallow.buf, *end = p + v256->shallow.len;
+	vo->has_shallow = vt->has_shallow = 1;
+	for (const char *p = vo->shallow.buf, *end = p + vo->shallow.len;
 	     p < end && !ret;) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
 		struct oid o256, o1;
 
-		if (len == OID_HEXSZ_MAX && !oid_from_hex(&o256, &hash_sha256, p) &&
+		if (len == xfs->algo->hexsz && !oid_from_hex(&o256, xfs->algo, p) &&
 		    !sha1_of(xfs, &o256, &o1))
-			ret = buf_addf(&v1->shallow, "%s\n", oid_to_hex_r(hex, &o1));
+			ret = buf_addf(&vt->shallow, "%s\n", oid_to_hex_r(hex, &o1));
 		p += len + 1;
 	}
 	return ret;
@@ -453,6 +463,8 @@ static struct refsnap *snap_make(struct xfs *xfs)
 	if ((w.prev.snap = xfs->snap))
 		atomic_fetch_add(&w.prev.snap->refcount, 1);
 	pthread_mutex_unlock(&xfs->snap_lock);
+	w.prev.git = xfs->other;
+	w.prev.algo = hash_algo_other(xfs->algo);
 	ret = buf_addstr(&snap->view[XFS_GIT1].packed_refs, packed_refs_header) ?:
 	      buf_addstr(&snap->view[XFS_GIT256].packed_refs, packed_refs_header) ?:
 	      snap_head(xfs, repo->repo, snap) ?:

@@ -11,22 +11,24 @@ static int text_config_base(enum xfs_git git, struct buf *out);
 
 int text_readme(struct xfs *xfs, struct buf *out)
 {
+	int reverse = xfs->algo == &hash_sha1;
+
 	return buf_addf(out,
 		"This is an xlatefs mount: the Git repository\n"
 		"\n"
 		"    %s\n"
 		"\n"
-		"read-only, as itself (SHA-256) and as the SHA-1 repository it would be.\n"
+		"read-only, as itself (%s) and as the %s repository it %s.\n"
 		"\n"
 		"    sha1/             a bare SHA-1 Git directory: git --git-dir=sha1 log\n"
-		"    sha256/           the same repository in its own SHA-256 form\n"
+		"    sha256/           %s\n"
 		"    objects-sha1/     XX/YYYY...: the raw SHA-1 form of each object\n"
 		"    objects-sha256/   XX/YYYY...: the raw SHA-256 form\n"
 		"    status            translation state, one \"key: value\" a line\n"
 		"\n"
 		"Object files carry the extended attributes user.git.type,\n"
 		"user.git.size, user.git.sha1 and user.git.sha256 (getfattr -d).\n"
-		"Refs whose objects cannot be translated are left out of sha1/;\n"
+		"Refs whose objects cannot be translated are left out of %s/;\n"
 		"`git xlate -C %s report` says why.\n"
 		"\n"
 		"The name mapping is cached in\n"
@@ -34,7 +36,15 @@ int text_readme(struct xfs *xfs, struct buf *out)
 		"    %s\n"
 		"\n"
 		"Unmount with: fusermount3 -u MOUNTPOINT\n",
-		xfs->repo_path, xfs->repo_path, xfs->cache_path);
+		xfs->repo_path, xfs->algo->title,
+		hash_algo_other(xfs->algo)->title,
+		reverse ? "will become" : "would be",
+		reverse ? "the same repository in SHA-256 form, as upstream Git's "
+			  "rules make it:\n"
+			  "                      git --git-dir=sha256 log" :
+			  "the same repository in its own SHA-256 form",
+		hash_algo_other(xfs->algo)->name, xfs->repo_path,
+		xfs->cache_path);
 }
 
 /*
@@ -98,7 +108,7 @@ int text_status(struct xfs *xfs, struct buf *out)
 {
 	struct xfs_status s;
 	struct refsnap *snap = refsnap_get(xfs);
-	uint64_t hidden = snap ? snap->view[XFS_GIT1].hidden : 0;
+	uint64_t hidden = snap ? snap->view[xfs->other].hidden : 0;
 	int ret;
 
 	pthread_mutex_lock(&xfs->status_lock);
@@ -114,13 +124,15 @@ int text_status(struct xfs *xfs, struct buf *out)
 		"hidden_refs: %llu\n"
 		"builds: %llu\n"
 		"cache: %s\n"
-		"repository: %s\n",
+		"repository: %s\n"
+		"direction: %s to %s\n",
 		state_name(s.state), (unsigned long long)s.objects,
 		(unsigned long long)s.translated,
 		(unsigned long long)s.untranslatable,
 		(unsigned long long)s.pending, s.rate,
 		(unsigned long long)hidden, (unsigned long long)s.builds,
-		xfs->cache_path, xfs->repo_path);
+		xfs->cache_path, xfs->repo_path, xfs->algo->name,
+		hash_algo_other(xfs->algo)->name);
 	if (!ret)
 		ret = buf_addf(out, "memory: memo %zu MiB, sqlite page cache up to "
 			       "%u MiB for each of %u readers\n",
@@ -141,10 +153,10 @@ int text_status(struct xfs *xfs, struct buf *out)
 	/* upstream's own map (compat mode), checked against ours */
 	if (!ret && s.compat[0])
 		ret = buf_addf(out, "upstream_map: %s", s.compat);
-	/* refs left out of sha1/: `git xlate report` says why */
-	for (size_t i = 0; snap && !ret && i < snap->view[XFS_GIT1].nr_hidden_names; i++)
+	/* refs left out of the translated view: `git xlate report` says why */
+	for (size_t i = 0; snap && !ret && i < snap->view[xfs->other].nr_hidden_names; i++)
 		ret = buf_addf(out, "hidden_ref: %s\n",
-			       snap->view[XFS_GIT1].hidden_names[i]);
+			       snap->view[xfs->other].hidden_names[i]);
 	refsnap_put(snap);
 	return ret;
 }

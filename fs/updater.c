@@ -80,7 +80,9 @@ static void reopen(struct xfs *xfs)
 			err_msg());
 		return;
 	}
-	xfs_repo_set(xfs, repo);
+	if (xfs_repo_set(xfs, repo))
+		xfs_log(xfs, "reopening %s after a repack: %s", xfs->repo_path,
+			err_msg());
 }
 
 /*

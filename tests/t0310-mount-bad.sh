@@ -241,8 +241,6 @@ fi
 mkdir -p "$TRASH/x"
 expect_fail "not a repository: refused" "$XLATEFS" "$TRASH/stream.fi" "$TRASH/x"
 expect "  with a message" grep -q . "$TRASH/.out"
-expect_fail "a SHA-1 repository: refused" "$XLATEFS" "$S1" "$TRASH/x"
-expect "  saying why" grep -q 'sha1 repository' "$TRASH/.out"
 expect_fail "unknown_headers=maybe: refused" "$XLATEFS" -o unknown_headers=maybe "$R" "$TRASH/x"
 expect_fail "no mount point: usage" "$XLATEFS" "$R"
 expect "nothing was mounted" sh -c "! mountpoint -q '$TRASH/x'"

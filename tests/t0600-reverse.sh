@@ -1,0 +1,232 @@
+#!/usr/bin/env bash
+# t0600-reverse.sh: the other direction, a SHA-1 repository named in
+# SHA-256 (issue 12), by `git xlate`.
+#
+# Twins: `git xlate build` on the SHA-1 twin (in every storage form) must
+# name exactly the SHA-256 twin's objects, map every ref to the twin's,
+# and print the twin's exact bytes for its SHA-256 names.
+#
+# Mounted: the SHA-1 twin mounted the other way round shows, in sha256/,
+# exactly the SHA-256 twin (refs, objects, fsck, clone), and in sha1/
+# itself.
+#
+# Round trip: every fixture (a SHA-256 repository) is mounted, and its
+# sha1/ mounted the other way round in its turn: that sha256/ must hold
+# the fixture's objects byte for byte (signatures and mergetags
+# included) and its refs.  The same sha1/, copied out as a plain SHA-1
+# repository, is built the other way round by `git xlate`, with the same
+# result.
+
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+TW=$TRASH/twins
+# shellcheck disable=SC2086
+if ! "$XL_TOP/tests/mk-twins.sh" "$TW" ${XL_TWIN_OPTS:-} 2>"$TRASH/mk.err"; then
+	not_ok "mk-twins.sh builds the twin repositories"
+	sed 's/^/# /' "$TRASH/mk.err"
+	test_done
+	exit 1
+fi
+
+git -C "$TW/sha256.git" cat-file --batch-all-objects --batch >"$TRASH/sha256.batch"
+git -C "$TW/sha256.git" for-each-ref --format='%(refname) %(objectname)' >"$TRASH/sha256.refs"
+
+for v in sha1 sha1-packed sha1-loose sha1-mixed sha1-idx1; do
+	R=$TW/$v.git
+	expect "$v: build" "$XL" -C "$R" build
+	"$XL" -C "$R" export >"$TRASH/$v.tsv" 2>"$TRASH/err"
+	cut -f2 "$TRASH/$v.tsv" | sort >"$TRASH/$v.names"
+	same_file "$v: export names exactly the SHA-256 twin's objects" \
+		"$TW/sha256.objects" "$TRASH/$v.names"
+	cut -f1 "$TRASH/$v.tsv" | sort >"$TRASH/$v.own"
+	same_file "$v: ... each beside its own SHA-1 name" \
+		"$TW/sha1.objects" "$TRASH/$v.own"
+	git -C "$R" for-each-ref --format='%(refname)' | while read -r ref; do
+		printf '%s %s\n' "$ref" "$("$XL" -C "$R" map "$ref")"
+	done >"$TRASH/$v.refs"
+	same_file "$v: map of every ref gives the SHA-256 twin's ref" \
+		"$TRASH/sha256.refs" "$TRASH/$v.refs"
+	"$XL" -C "$R" cat-file --batch <"$TW/sha256.objects" >"$TRASH/$v.batch"
+	same_file "$v: cat-file --batch by SHA-256 name prints the twin's bytes" \
+		"$TRASH/sha256.batch" "$TRASH/$v.batch"
+	expect "$v: verify" "$XL" -C "$R" verify
+done
+
+R=$TW/sha1-packed.git
+# names of either algorithm, both ways round
+head256=$(git -C "$TW/sha256.git" rev-parse HEAD)
+head1=$(git -C "$R" rev-parse HEAD)
+expect "map of a SHA-256 name gives the SHA-1 one" \
+	test "$("$XL" -C "$R" map "$head256")" = "$head1"
+expect "map of HEAD^{sha256} gives the SHA-256 name" \
+	test "$("$XL" -C "$R" map "HEAD")" = "$head256"
+expect "cat-file -p by an abbreviated SHA-256 name (12 digits)" \
+	test "$("$XL" -C "$R" cat-file -p "${head256:0:12}" | head -1)" = \
+	"$(git -C "$TW/sha256.git" cat-file -p HEAD | head -1)"
+expect "cat-file -t by a 50-digit prefix, too long for a SHA-1 name" \
+	test "$("$XL" -C "$R" cat-file -t "${head256:0:50}")" = commit
+expect "cat-file -p HEAD^{sha256} prints the SHA-256 form" \
+	test "$("$XL" -C "$R" cat-file -p 'HEAD^{sha256}' | head -1)" = \
+	"$(git -C "$TW/sha256.git" cat-file -p HEAD | head -1)"
+expect "cat-file -p HEAD prints the repository's own (SHA-1) form" \
+	test "$("$XL" -C "$R" cat-file -p HEAD | head -1)" = \
+	"$(git -C "$R" cat-file -p HEAD | head -1)"
+tree256=$(git -C "$TW/sha256.git" rev-parse 'HEAD^{tree}')
+"$XL" -C "$R" cat-file -p "$tree256" >"$TRASH/ls-tree.got"
+git -C "$TW/sha256.git" cat-file -p "$tree256" >"$TRASH/ls-tree.want"
+same_file "cat-file -p of a SHA-256 tree lists SHA-256 names" \
+	"$TRASH/ls-tree.want" "$TRASH/ls-tree.got"
+expect "show names both forms" sh -c \
+	"'$XL' -C '$R' show HEAD | grep -q '^  sha256 $head256\$'"
+
+# upstream's compat map, as a SHA-1 repository with compatObjectFormat =
+# sha256 would have it: its own name first
+"$XL" -C "$R" export --format=loose-object-idx >"$TRASH/loi"
+expect "export --format=loose-object-idx: a header, then <sha1> <sha256>" \
+	sh -c "head -1 '$TRASH/loi' | grep -qx '# loose-object-idx' &&
+	       tail -n +2 '$TRASH/loi' | grep -Evqx '[0-9a-f]{40} [0-9a-f]{64}' && exit 1;
+	       grep -q '^$head1 $head256\$' '$TRASH/loi'"
+"$XL" -C "$TW/sha256.git" build && "$XL" -C "$TW/sha256.git" export >"$TRASH/fwd.tsv"
+awk -F'\t' '{ print $2 "\t" $1 "\t" $3 }' "$TRASH/fwd.tsv" | sort >"$TRASH/fwd.swapped"
+sort "$TRASH/sha1-packed.tsv" >"$TRASH/rev.sorted"
+same_file "the reverse export is the forward one, columns swapped" \
+	"$TRASH/fwd.swapped" "$TRASH/rev.sorted"
+
+# a map names objects the repository lacks, in either order
+git init -q --bare --object-format=sha1 "$TRASH/lacks.git"
+blob1=$(printf 'x\n' | git -C "$TRASH/lacks.git" hash-object -w --stdin)
+gl1=1111111111111111111111111111111111111111
+gl256=2222222222222222222222222222222222222222222222222222222222222222
+tree1=$(printf '160000 commit %s\tsub\n100644 blob %s\tx\n' "$gl1" "$blob1" |
+	git -C "$TRASH/lacks.git" mktree)
+git -C "$TRASH/lacks.git" update-ref refs/tags/t "$tree1"
+expect_fail "a gitlink without a map: the tree is refused" \
+	"$XL" -C "$TRASH/lacks.git" map "$tree1"
+for order in 256-first 1-first; do
+	if [ $order = 256-first ]; then
+		printf '%s %s\n' "$gl256" "$gl1" >"$TRASH/map"
+	else
+		printf '# loose-object-idx\n%s %s\n' "$gl1" "$gl256" >"$TRASH/map"
+	fi
+	rm -f "$TRASH/lacks.git/xlatefs-cache.sqlite"*
+	got=$("$XL" -C "$TRASH/lacks.git" --map "$TRASH/map" cat-file -p "$("$XL" -C "$TRASH/lacks.git" --map "$TRASH/map" map "$tree1")" 2>&1)
+	expect "with a map ($order), the gitlink takes the map's SHA-256 name" \
+		sh -c "printf '%s\n' \"\$1\" | grep -q '^160000 commit $gl256	sub\$'" - "$got"
+done
+
+# ---- mounted the other way round --------------------------------------
+
+require_fuse
+
+T256=$TW/sha256.git
+for v in sha1-packed sha1-loose sha1-mixed; do
+	R=$TW/$v.git
+	M=$TRASH/m-$v
+	if ! xl_mount "$R" "$M"; then
+		not_ok "$v: mounts the other way round"
+		continue
+	fi
+	expect "$v: status says which way" grep -qx 'direction: sha1 to sha256' "$M/status"
+	expect "$v: README too" grep -q 'as the SHA-256 repository it will become' "$M/README"
+	git --git-dir="$M/sha256" for-each-ref >"$TRASH/got"
+	git --git-dir="$T256" for-each-ref >"$TRASH/want"
+	same_file "$v: sha256/ has the SHA-256 twin's refs" "$TRASH/want" "$TRASH/got"
+	expect "$v: sha256/HEAD is the twin's" \
+		test "$(cat "$M/sha256/HEAD")" = "$(cat "$T256/HEAD")"
+	expect "$v: git fsck --full --strict on sha256/" \
+		git --git-dir="$M/sha256" fsck --full --strict --no-dangling
+	git --git-dir="$M/sha256" cat-file --batch-all-objects --batch >"$TRASH/got"
+	same_file "$v: cat-file --batch-all-objects --batch on sha256/ is the twin's" \
+		"$TRASH/sha256.batch" "$TRASH/got"
+	rm -rf "$TRASH/clone.git"
+	expect "$v: clone --mirror of sha256/" \
+		git clone -q --mirror "$M/sha256" "$TRASH/clone.git"
+	git -C "$TRASH/clone.git" for-each-ref >"$TRASH/got"
+	git --git-dir="$T256" for-each-ref >"$TRASH/want"
+	same_file "$v: ... with the twin's refs" "$TRASH/want" "$TRASH/got"
+	git --git-dir="$M/sha1" cat-file --batch-all-objects --batch >"$TRASH/got"
+	git --git-dir="$R" cat-file --batch-all-objects --batch >"$TRASH/want"
+	same_file "$v: sha1/ is the repository itself" "$TRASH/want" "$TRASH/got"
+	ls "$R/objects/pack" | grep -E '\.(pack|idx)$' | sort >"$TRASH/want"
+	ls "$M/sha1/objects/pack" | sort >"$TRASH/got"
+	same_file "$v: sha1/objects/pack holds the repository's own packs" \
+		"$TRASH/want" "$TRASH/got"
+	h256=$(git --git-dir="$T256" rev-parse HEAD)
+	h1=$(git --git-dir="$R" rev-parse HEAD)
+	f=$M/sha256/objects/${h256:0:2}/${h256:2}
+	expect "$v: an object of sha256/ has both names as xattrs" sh -c \
+		"getfattr --only-values -n user.git.sha1 '$f' | grep -qx '$h1' &&
+		 getfattr --only-values -n user.git.sha256 '$f' | grep -qx '$h256'"
+	expect "$v: objects-sha256/ holds the raw SHA-256 form" \
+		cmp "$M/objects-sha256/${h256:0:2}/${h256:2}" \
+		<(git --git-dir="$T256" cat-file commit "$h256")
+	xl_umount "$M"
+done
+
+# ---- the round trip: SHA-256, its SHA-1 view, that view reversed -----
+
+F=$XL_TOP/tests/fixtures
+for tarball in "$F"/*.tar.gz; do
+	t=$(basename "$tarball" .tar.gz)
+	base=${t%-loose}
+	base=${base%-multipack}
+	base=${base%-reftable}
+	mkdir -p "$TRASH/$t"
+	tar -xzf "$tarball" -C "$TRASH/$t"
+	R=$(echo "$TRASH/$t"/*.git)
+	M=$TRASH/m-$t
+	opts=() map=()
+	if [ -f "$F/$base.submodule-map.tsv" ]; then
+		opts=(-o "map=$F/$base.submodule-map.tsv")
+		map=(--map "$F/$base.submodule-map.tsv")
+	fi
+	if ! xl_mount "$R" "$M" "${opts[@]}"; then
+		not_ok "$t: mount"
+		continue
+	fi
+	# the SHA-1 view, mounted the other way round in its turn
+	M2=$TRASH/m2-$t
+	if xl_mount "$M/sha1" "$M2" -o cache="$TRASH/$t.m2.sqlite" "${opts[@]}"; then
+		awk -F'\t' '$2 != "UNTRANSLATABLE" { print $1 }' "$F/$base.objects.tsv" >"$TRASH/names"
+		"$XL" -C "$R" cat-file --batch <"$TRASH/names" >"$TRASH/want"
+		git --git-dir="$M2/sha256" cat-file --batch <"$TRASH/names" >"$TRASH/got"
+		same_file "$t: mounted twice, sha256/ holds the fixture's objects byte for byte" \
+			"$TRASH/want" "$TRASH/got"
+		git --git-dir="$M2/sha256" cat-file --batch-all-objects --batch-check='%(objectname)' |
+			sort >"$TRASH/got"
+		sort "$TRASH/names" >"$TRASH/want"
+		same_file "$t: ... and no other" "$TRASH/want" "$TRASH/got"
+		awk -F'\t' 'NR > 1 && $1 !~ /\^\{\}$/ && $3 != "UNTRANSLATABLE" { print $2 " " $1 }' \
+			"$F/$base.refs.tsv" >"$TRASH/want"
+		git --git-dir="$M2/sha256" for-each-ref --format='%(objectname) %(refname)' >"$TRASH/got"
+		same_file "$t: ... and its translatable refs" "$TRASH/want" "$TRASH/got"
+		xl_umount "$M2"
+	else
+		not_ok "$t: its sha1/ mounts the other way round"
+	fi
+	C=$TRASH/$t.sha1.git
+	cp -r "$M/sha1" "$C"
+	xl_umount "$M"
+	expect "$t: its SHA-1 view builds the other way round" \
+		"$XL" -C "$C" "${map[@]}" build
+	# the fixture's translatable objects, by their SHA-256 names
+	awk -F'\t' '$2 != "UNTRANSLATABLE" { print $1 }' "$F/$base.objects.tsv" >"$TRASH/names"
+	# read natively by git-xlate: git 2.39 cannot open a reftable fixture
+	"$XL" -C "$R" cat-file --batch <"$TRASH/names" >"$TRASH/want"
+	"$XL" -C "$C" "${map[@]}" cat-file --batch <"$TRASH/names" >"$TRASH/got"
+	same_file "$t: round trip gives back every object byte for byte ($(grep -c . "$TRASH/names") objects)" \
+		"$TRASH/want" "$TRASH/got"
+	awk -F'\t' '$2 != "UNTRANSLATABLE" { print $2 "\t" $1 }' "$F/$base.objects.tsv" | sort >"$TRASH/pairs.want"
+	"$XL" -C "$C" "${map[@]}" export | cut -f1,2 | sort >"$TRASH/pairs.got"
+	same_file "$t: and upstream's pairs of names" "$TRASH/pairs.want" "$TRASH/pairs.got"
+	awk -F'\t' 'NR > 1 && $1 !~ /\^\{\}$/ && $3 != "UNTRANSLATABLE" { print $1 " " $2 }' \
+		"$F/$base.refs.tsv" | sort >"$TRASH/refs.want"
+	git --git-dir="$C" for-each-ref --format='%(refname)' | while read -r ref; do
+		printf '%s %s\n' "$ref" "$("$XL" -C "$C" "${map[@]}" map "$ref")"
+	done | sort >"$TRASH/refs.got"
+	same_file "$t: and the fixture's refs" "$TRASH/refs.want" "$TRASH/refs.got"
+	expect "$t: verify the other way round" "$XL" -C "$C" "${map[@]}" verify
+done
+
+test_done
