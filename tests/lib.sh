@@ -133,6 +133,49 @@ twins() {
 	fi
 }
 
+# unpack_fixture TARBALL: one of tests/fixtures, unpacked into
+# $TRASH/NAME.  Sets t (NAME), base (the name its .tsv files go by: a
+# -loose or -multipack copy shares its original's) and R (the
+# repository).
+unpack_fixture() {
+	t=$(basename "$1" .tar.gz)
+	base=${t%-loose}
+	base=${base%-multipack}
+	mkdir -p "$TRASH/$t"
+	tar -xzf "$1" -C "$TRASH/$t"
+	R=$(echo "$TRASH/$t"/*.git)
+}
+
+# twin_named V OTHER: after twins, `git xlate build` on the twin
+# $TW/V.git (one algorithm, one storage form) names exactly the objects
+# of the twin of the other algorithm, $TW/OTHER.git: export lists the
+# names of OTHER.objects, every ref maps to OTHER's, cat-file --batch by
+# OTHER's names prints OTHER's bytes, and verify passes.  Leaves the
+# export in $TRASH/V.tsv.
+twin_named() {
+	tn_r=$TW/$1.git
+	tn_t=$([ "$2" = sha1 ] && echo SHA-1 || echo SHA-256)
+	if [ ! -f "$TRASH/$2.batch" ]; then
+		git -C "$TW/$2.git" cat-file --batch-all-objects --batch >"$TRASH/$2.batch"
+		git -C "$TW/$2.git" for-each-ref --format='%(refname) %(objectname)' \
+			>"$TRASH/$2.refs"
+	fi
+	expect "$1: build" "$XL" -C "$tn_r" build
+	"$XL" -C "$tn_r" export >"$TRASH/$1.tsv" 2>"$TRASH/err"
+	cut -f2 "$TRASH/$1.tsv" | sort >"$TRASH/$1.names"
+	same_file "$1: export names exactly the $tn_t twin's objects" \
+		"$TW/$2.objects" "$TRASH/$1.names"
+	git -C "$tn_r" for-each-ref --format='%(refname)' | while read -r ref; do
+		printf '%s %s\n' "$ref" "$("$XL" -C "$tn_r" map "$ref")"
+	done >"$TRASH/$1.refs"
+	same_file "$1: map of every ref gives the $tn_t twin's ref" \
+		"$TRASH/$2.refs" "$TRASH/$1.refs"
+	"$XL" -C "$tn_r" cat-file --batch <"$TW/$2.objects" >"$TRASH/$1.batch"
+	same_file "$1: cat-file --batch by $tn_t name prints the twin's bytes" \
+		"$TRASH/$2.batch" "$TRASH/$1.batch"
+	expect "$1: verify" "$XL" -C "$tn_r" verify
+}
+
 # xl_mount REPO MNT [xlatefs options...]: mount in the foreground
 # process (-f) in the background, its log in MNT.log, and wait until
 # the mount is there (up to 120 s: the first mount builds the cache).

@@ -17,33 +17,10 @@
 
 TW=$TRASH/twins
 # shellcheck disable=SC2086
-if ! "$XL_TOP/tests/mk-twins.sh" "$TW" ${XL_TWIN_OPTS:-} 2>"$TRASH/mk.err"; then
-	not_ok "mk-twins.sh builds the twin repositories"
-	sed 's/^/# /' "$TRASH/mk.err"
-	test_done
-	exit 1
-fi
-
-git -C "$TW/sha1.git" cat-file --batch-all-objects --batch >"$TRASH/sha1.batch"
-git -C "$TW/sha1.git" for-each-ref --format='%(refname) %(objectname)' >"$TRASH/sha1.refs"
+twins "$TW" ${XL_TWIN_OPTS:-}
 
 for v in sha256 sha256-packed sha256-loose sha256-mixed sha256-idx1; do
-	R=$TW/$v.git
-	expect "$v: build" "$XL" -C "$R" build
-	"$XL" -C "$R" export >"$TRASH/$v.tsv" 2>"$TRASH/err"
-	cut -f2 "$TRASH/$v.tsv" | sort >"$TRASH/$v.sha1s"
-	same_file "$v: export names exactly the SHA-1 twin's objects" \
-		"$TW/sha1.objects" "$TRASH/$v.sha1s"
-	# every ref maps to the twin's value
-	git -C "$R" for-each-ref --format='%(refname)' | while read -r ref; do
-		printf '%s %s\n' "$ref" "$("$XL" -C "$R" map "$ref")"
-	done >"$TRASH/$v.refs"
-	same_file "$v: map of every ref gives the SHA-1 twin's ref" \
-		"$TRASH/sha1.refs" "$TRASH/$v.refs"
-	"$XL" -C "$R" cat-file --batch <"$TW/sha1.objects" >"$TRASH/$v.batch"
-	same_file "$v: cat-file --batch by SHA-1 name prints the twin's bytes" \
-		"$TRASH/sha1.batch" "$TRASH/$v.batch"
-	expect "$v: verify" "$XL" -C "$R" verify
+	twin_named "$v" sha1
 done
 
 # The walk and the layout run on many threads: the cache must not depend

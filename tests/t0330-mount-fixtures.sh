@@ -9,12 +9,7 @@ require_fuse
 
 F=$XL_TOP/tests/fixtures
 for tarball in "$F"/*.tar.gz; do
-	t=$(basename "$tarball" .tar.gz)
-	base=${t%-loose}
-	base=${base%-multipack}
-	mkdir -p "$TRASH/$t"
-	tar -xzf "$tarball" -C "$TRASH/$t"
-	R=$(echo "$TRASH/$t"/*.git)
+	unpack_fixture "$tarball"
 	M=$TRASH/m-$t
 	opts=()
 	[ -f "$F/$base.submodule-map.tsv" ] && opts=(-o "submodule_map=$F/$base.submodule-map.tsv")

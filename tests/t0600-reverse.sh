@@ -22,35 +22,13 @@
 
 TW=$TRASH/twins
 # shellcheck disable=SC2086
-if ! "$XL_TOP/tests/mk-twins.sh" "$TW" ${XL_TWIN_OPTS:-} 2>"$TRASH/mk.err"; then
-	not_ok "mk-twins.sh builds the twin repositories"
-	sed 's/^/# /' "$TRASH/mk.err"
-	test_done
-	exit 1
-fi
-
-git -C "$TW/sha256.git" cat-file --batch-all-objects --batch >"$TRASH/sha256.batch"
-git -C "$TW/sha256.git" for-each-ref --format='%(refname) %(objectname)' >"$TRASH/sha256.refs"
+twins "$TW" ${XL_TWIN_OPTS:-}
 
 for v in sha1 sha1-packed sha1-loose sha1-mixed sha1-idx1; do
-	R=$TW/$v.git
-	expect "$v: build" "$XL" -C "$R" build
-	"$XL" -C "$R" export >"$TRASH/$v.tsv" 2>"$TRASH/err"
-	cut -f2 "$TRASH/$v.tsv" | sort >"$TRASH/$v.names"
-	same_file "$v: export names exactly the SHA-256 twin's objects" \
-		"$TW/sha256.objects" "$TRASH/$v.names"
+	twin_named "$v" sha256
 	cut -f1 "$TRASH/$v.tsv" | sort >"$TRASH/$v.own"
 	same_file "$v: ... each beside its own SHA-1 name" \
 		"$TW/sha1.objects" "$TRASH/$v.own"
-	git -C "$R" for-each-ref --format='%(refname)' | while read -r ref; do
-		printf '%s %s\n' "$ref" "$("$XL" -C "$R" map "$ref")"
-	done >"$TRASH/$v.refs"
-	same_file "$v: map of every ref gives the SHA-256 twin's ref" \
-		"$TRASH/sha256.refs" "$TRASH/$v.refs"
-	"$XL" -C "$R" cat-file --batch <"$TW/sha256.objects" >"$TRASH/$v.batch"
-	same_file "$v: cat-file --batch by SHA-256 name prints the twin's bytes" \
-		"$TRASH/sha256.batch" "$TRASH/$v.batch"
-	expect "$v: verify" "$XL" -C "$R" verify
 done
 
 R=$TW/sha1-packed.git
@@ -242,13 +220,7 @@ check_signatures() {
 }
 
 for tarball in "$F"/*.tar.gz; do
-	t=$(basename "$tarball" .tar.gz)
-	base=${t%-loose}
-	base=${base%-multipack}
-	base=${base%-reftable}
-	mkdir -p "$TRASH/$t"
-	tar -xzf "$tarball" -C "$TRASH/$t"
-	R=$(echo "$TRASH/$t"/*.git)
+	unpack_fixture "$tarball"
 	M=$TRASH/m-$t
 	opts=() map=()
 	if [ -f "$F/$base.submodule-map.tsv" ]; then

@@ -91,10 +91,6 @@ mib() {
 	awk -v k="$1" 'BEGIN { printf "%.0f MiB", k / 1024 }'
 }
 
-ratio() {
-	echo "$1 $2" | awk '{ if ($2 > 0) printf "%.2f", $1 / $2; else print "n/a" }'
-}
-
 runs_of() {
 	tr '\n' ' ' <"$1" | sed 's/ $//'
 }

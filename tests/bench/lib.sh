@@ -1,6 +1,7 @@
 # lib.sh: what the benchmarks share, sourced by tests/bench/*.sh.
 #
-# Sets top, XL, dir, runs, genopts; defines die(), median(); and
+# Sets top, XL, dir, runs, genopts; defines die(), median(), now(),
+# ratio(), timeit(), can_drop() and drop_caches(); and
 # bench_repo, which makes (once; reused while the generator and its
 # options are unchanged) the SHA-256 bench repository, sets $repo to it
 # and $nobj to its number of objects; and bench_twin (after bench_repo),
@@ -44,6 +45,35 @@ median() {
 # now: wall-clock seconds with nanoseconds
 now() {
 	date +%s.%N
+}
+
+# ratio A B: A / B to two places ("n/a" when B is 0)
+ratio() {
+	echo "$1 $2" | awk '{ if ($2 > 0) printf "%.2f", $1 / $2; else print "n/a" }'
+}
+
+# timeit FILE CMD...: append CMD's wall time in seconds to FILE (the
+# caller's $tmp holds its stderr); a failure ends the benchmark
+timeit() {
+	f=$1
+	shift
+	s=$(now)
+	"$@" >/dev/null 2>"$tmp/err" </dev/null || die "failed: $* ($(tail -1 "$tmp/err"))"
+	e=$(now)
+	echo "$s $e" | awk '{ printf "%.3f\n", $2 - $1 }' >>"$f"
+}
+
+# can_drop: 0 when the page cache can be dropped here (root);
+# drop_caches drops it then, for a cold run
+can_drop() {
+	[ "$(id -u)" = 0 ] && [ -w /proc/sys/vm/drop_caches ]
+}
+
+drop_caches() {
+	if can_drop; then
+		sync
+		echo 3 >/proc/sys/vm/drop_caches
+	fi
 }
 
 # gen_repo ALGO PATH STAMP: import the gen-history stream ($genopts)

@@ -77,22 +77,11 @@ part=
 status=0
 : >"$tmp/rss"
 
-# can_drop: 0 when the page cache can be dropped here
-can_drop() {
-	[ "$(id -u)" = 0 ] && [ -w /proc/sys/vm/drop_caches ]
-}
 if can_drop; then
 	cold="cold: page cache dropped before each side's first run"
 else
 	cold="first runs only: the page cache cannot be dropped here (not root), so the twin's and the repository's files may be cached"
 fi
-
-drop_caches() {
-	if can_drop; then
-		sync
-		echo 3 >/proc/sys/vm/drop_caches
-	fi
-}
 
 # unmount: take the mount down; note the daemon's memory first
 unmount() {
@@ -133,25 +122,11 @@ fresh_mount() {
 	done
 }
 
-# timeit FILE CMD...: append CMD's wall time in seconds to FILE
-timeit() {
-	f=$1
-	shift
-	s=$(now)
-	"$@" >/dev/null 2>"$tmp/err" </dev/null || die "failed: $* ($(tail -1 "$tmp/err"))"
-	e=$(now)
-	echo "$s $e" | awk '{ printf "%.3f\n", $2 - $1 }' >>"$f"
-}
-
 # median1 FILE: median(), to 1 decimal
 median1() {
 	sort -n "$1" | awk '{ v[NR] = $1 } END {
 		if (NR % 2) printf "%.1f", v[(NR + 1) / 2]
 		else printf "%.1f", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
-
-ratio() {
-	echo "$1 $2" | awk '{ if ($2 > 0) printf "%.2f", $1 / $2; else print "n/a" }'
 }
 
 runs_of() {

@@ -61,33 +61,10 @@ unmount() {
 trap 'unmount; rm -rf "$tmp"' EXIT
 trap 'exit 1' HUP INT TERM
 
-timeit() {
-	f=$1
-	shift
-	s=$(now)
-	"$@" >/dev/null 2>"$tmp/err" </dev/null || die "failed: $* ($(tail -1 "$tmp/err"))"
-	e=$(now)
-	echo "$s $e" | awk '{ printf "%.3f\n", $2 - $1 }' >>"$f"
-}
-
-ratio() {
-	echo "$1 $2" | awk '{ if ($2 > 0) printf "%.2f", $1 / $2; else print "n/a" }'
-}
-
 row() {	# row TITLE XLATEFS-FILE STOCK-FILE STOCK-NAME
 	a=$(median "$2")
 	b=$(median "$3")
 	printf '  %-34s %8s s  %-22s %8s s  ratio %s\n' "$1" "$a" "$4" "$b" "$(ratio "$a" "$b")"
-}
-
-can_drop() {
-	[ "$(id -u)" = 0 ] && [ -w /proc/sys/vm/drop_caches ]
-}
-drop_caches() {
-	if can_drop; then
-		sync
-		echo 3 >/proc/sys/vm/drop_caches
-	fi
 }
 
 echo "reverse: the SHA-1 twin ($twin, $nobj objects) seen as its SHA-256 self"
