@@ -853,6 +853,25 @@ static int check_file(struct cache *cache, struct buf *why)
 			  cache->algo->name);
 		goto out;
 	}
+	/*
+	 * Before the other direction, `git xlate` made a SHA-1 store and
+	 * then refused to build it: its tables say length(sha1) = 20 and
+	 * would refuse every SHA-256 name.  It holds nothing worth keeping.
+	 */
+	if (cache->algo == &hash_sha1) {
+		rc = query_one(cache, "SELECT sql FROM sqlite_schema "
+			       "WHERE type = 'table' AND name = 'objects'",
+			       NULL, &text, &found);
+		if (rc != SQLITE_OK) {
+			ret = check_failed(cache, rc, "reading the schema", why);
+			goto out;
+		}
+		if (found && strstr(text.buf, "length(sha1) = 20")) {
+			ret = bad(why, "a SHA-1 store from before the other "
+				  "direction: it cannot hold SHA-256 names");
+			goto out;
+		}
+	}
 	/* a check of the whole file failed since the last open */
 	rc = query_one(cache, "SELECT value FROM meta WHERE key = 'damaged'",
 		       NULL, &text, &found);

@@ -188,6 +188,7 @@ expect "an uppercase name is not an object" test ! -e "$M/objects-sha1/${c1:0:2}
 # status and README
 grep -q '^state: ready$' "$M/status" && grep -q "^objects: $(wc -l <"$T/sha256.objects")\$" "$M/status" &&
 	grep -q "^repository: $R\$" "$M/status" && grep -q '^cache: ' "$M/status" &&
+	grep -q '^direction: sha256 to sha1$' "$M/status" &&
 	grep -q '^translated: ' "$M/status" && grep -q '^untranslatable: 0$' "$M/status" &&
 	grep -q '^pending: 0$' "$M/status" && grep -q '^rate: ' "$M/status" &&
 	ok "status: state, objects, translated, untranslatable, pending, rate, cache, repository" ||

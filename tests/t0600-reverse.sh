@@ -31,14 +31,47 @@ for v in sha1 sha1-packed sha1-loose sha1-mixed sha1-idx1; do
 		"$TW/sha1.objects" "$TRASH/$v.own"
 done
 
+# a first build stores its rows at its end (bulk_store()): the same names
+R=$TW/sha1-mixed.git
+rm -f "$R/xlatefs-cache.sqlite"*
+expect "a bulk build the other way round" env XLATE_TEST_BULK=1 "$XL" -C "$R" build
+"$XL" -C "$R" export >"$TRASH/bulk.tsv"
+same_file "... names what a streaming build names" "$TRASH/sha1-mixed.tsv" "$TRASH/bulk.tsv"
+
+# A SHA-1 store made before the other direction (git xlate made one,
+# then refused to build it) has CHECKs that refuse SHA-256 names: it is
+# set aside, not used.
+if command -v sqlite3 >/dev/null 2>&1; then
+	R=$TW/sha1-loose.git
+	sqlite3 "$R/xlatefs-cache.sqlite" "PRAGMA writable_schema = 1;
+		UPDATE sqlite_schema SET sql = replace(sql,
+			'length(sha1) + length(sha256) = 52', 'length(sha1) = 20')
+		WHERE name = 'objects';" 2>"$TRASH/err"
+	expect "an old SHA-1 store's CHECK is back (set up)" sh -c \
+		"sqlite3 '$R/xlatefs-cache.sqlite' \"SELECT sql FROM sqlite_schema WHERE name = 'objects'\" |
+		 grep -q 'length(sha1) = 20'"
+	"$XL" -C "$R" build >"$TRASH/out" 2>&1
+	expect "an old SHA-1 store is set aside, and the build goes on" sh -c \
+		"grep -q 'from before the other direction' '$TRASH/out' &&
+		 test -f '$R/xlatefs-cache.sqlite.corrupt' &&
+		 test \"\$('$XL' -C '$R' map HEAD)\" = '$(git -C "$TW/sha256.git" rev-parse HEAD)'"
+else
+	missing_tool "an old SHA-1 store set aside" "sqlite3"
+fi
+
 R=$TW/sha1-packed.git
 # names of either algorithm, both ways round
 head256=$(git -C "$TW/sha256.git" rev-parse HEAD)
 head1=$(git -C "$R" rev-parse HEAD)
 expect "map of a SHA-256 name gives the SHA-1 one" \
 	test "$("$XL" -C "$R" map "$head256")" = "$head1"
-expect "map of HEAD^{sha256} gives the SHA-256 name" \
+expect "map of HEAD gives the SHA-256 name" \
 	test "$("$XL" -C "$R" map "HEAD")" = "$head256"
+# NAME^{ALGO} says which algorithm NAME is in; map prints the other
+expect "map of HEAD^{sha1} gives the SHA-256 name" \
+	test "$("$XL" -C "$R" map "HEAD^{sha1}")" = "$head256"
+expect "map of the SHA-256 name, ^{sha256}, gives the SHA-1 one" \
+	test "$("$XL" -C "$R" map "$head256^{sha256}")" = "$head1"
 expect "cat-file -p by an abbreviated SHA-256 name (12 digits)" \
 	test "$("$XL" -C "$R" cat-file -p "${head256:0:12}" | head -1)" = \
 	"$(git -C "$TW/sha256.git" cat-file -p HEAD | head -1)"
@@ -62,8 +95,8 @@ expect "show names both forms" sh -c \
 # sha256 would have it: its own name first
 "$XL" -C "$R" export --format=loose-object-idx >"$TRASH/loi"
 expect "export --format=loose-object-idx: a header, then <sha1> <sha256>" \
-	sh -c "head -1 '$TRASH/loi' | grep -qx '# loose-object-idx' &&
-	       tail -n +2 '$TRASH/loi' | grep -Evqx '[0-9a-f]{40} [0-9a-f]{64}' && exit 1;
+	sh -c "head -1 '$TRASH/loi' | grep -qx '# loose-object-idx' || exit 1
+	       tail -n +2 '$TRASH/loi' | grep -Evqx '[0-9a-f]{40} [0-9a-f]{64}' && exit 1
 	       grep -q '^$head1 $head256\$' '$TRASH/loi'"
 "$XL" -C "$TW/sha256.git" build && "$XL" -C "$TW/sha256.git" export >"$TRASH/fwd.tsv"
 awk -F'\t' '{ print $2 "\t" $1 "\t" $3 }' "$TRASH/fwd.tsv" | sort >"$TRASH/fwd.swapped"

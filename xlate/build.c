@@ -1200,9 +1200,16 @@ static int lookup(struct build *b, const struct oid *oid,
 #define RECENT_MAX 131072	/* at most 2^24: recent_slot() takes 3 bytes */
 
 struct recent {
-	unsigned char key[32];
-	unsigned char other[OID_RAWSZ_MAX];
+	unsigned char names[XMAP_NAMES];	/* as an xmap_entry's */
 };
+
+/* Does r hold `oid` (of b's own algorithm)?  Constant lengths, inlined. */
+static inline int recent_holds(const struct build *b, const struct recent *r,
+			       const struct oid *oid)
+{
+	return b->map.keysz == 32 ? !memcmp(r->names, oid->hash, 32) :
+				    !memcmp(r->names, oid->hash, 20);
+}
 
 static size_t recent_slots(size_t new_objects)
 {
@@ -1315,8 +1322,8 @@ static int build_map(void *data, const struct oid *in, struct oid *out)
 	uint8_t state;
 	int ret;
 
-	if (r && !memcmp(r->key, in->hash, 32)) {
-		oid_from_raw(out, w->b->other, r->other);
+	if (r && recent_holds(w->b, r, in)) {
+		oid_from_raw(out, w->b->other, r->names + w->b->map.keysz);
 		return 0;
 	}
 	if ((ret = lookup(w->b, in, &copy, &e))) {
@@ -1336,8 +1343,9 @@ static int build_map(void *data, const struct oid *in, struct oid *out)
 	if (state == XMAP_DONE) {
 		oid_from_raw(out, w->b->other, other_of(w->b, e));
 		if (r) {
-			memcpy(r->key, in->hash, 32);
-			memcpy(r->other, out->hash, OID_RAWSZ_MAX);
+			memcpy(r->names, in->hash, w->b->map.keysz);
+			memcpy(r->names + w->b->map.keysz, out->hash,
+			       w->b->other->rawsz);
 		}
 		return 0;
 	}
@@ -2087,7 +2095,7 @@ static int collect_dep(void *data, enum xlate_ref_kind kind,
 	if (kind == XLATE_REF_TREE_ENTRY)
 		return 0;
 	/* named recently (a subtree the last commit had too): settled */
-	if (!memcmp(w->recent[recent_slot(w->recent_mask, oid)].key, oid->hash, 32))
+	if (recent_holds(w->b, &w->recent[recent_slot(w->recent_mask, oid)], oid))
 		return 0;
 	e = xmap_get(&w->b->map, oid);
 	/* only objects of this build still to be named hold the walk up */
@@ -2292,11 +2300,16 @@ static uint32_t *claims_find(const struct claims *c, const struct xmap *map,
 	size_t i;
 
 	memcpy(&h, sha1, sizeof(h));
-	for (i = (size_t)h & (c->cap - 1);; i = (i + 1) & (c->cap - 1))
-		if (!c->slot[i] ||
-		    !memcmp(xmap_other(&map->entries[c->slot[i] - 1], map->keysz),
-			    sha1, XMAP_NAMES - map->keysz))
+	for (i = (size_t)h & (c->cap - 1);; i = (i + 1) & (c->cap - 1)) {
+		const unsigned char *o;
+
+		if (!c->slot[i])
 			return &c->slot[i];
+		o = xmap_other(&map->entries[c->slot[i] - 1], map->keysz);
+		/* constant lengths, inlined (the other name: 20 or 32 bytes) */
+		if (map->keysz == 32 ? !memcmp(o, sha1, 20) : !memcmp(o, sha1, 32))
+			return &c->slot[i];
+	}
 }
 
 /* Entry `idx`, whose sha1 is set, claims its name (not claimed yet). */

@@ -28,8 +28,7 @@
 #define VERIFY_MEMO_BYTES ((size_t)64 << 20)
 
 struct back_slot {
-	unsigned char sha1[OID_RAWSZ_MAX];	/* the other name, zero-padded */
-	unsigned char sha256[OID_RAWSZ_MAX];
+	unsigned char names[32 + 20];	/* the other name, then the own one */
 	int full;
 };
 
@@ -56,8 +55,8 @@ static int map_back(void *data, const struct oid *in, struct oid *out)
 
 		memcpy(&k, in->hash, sizeof(k));
 		sl = &bk->slot[k & bk->mask];
-		if (sl->full && !memcmp(sl->sha1, in->hash, OID_RAWSZ_MAX)) {
-			oid_from_raw(out, bk->algo, sl->sha256);
+		if (sl->full && !memcmp(sl->names, in->hash, in->algo->rawsz)) {
+			oid_from_raw(out, bk->algo, sl->names + in->algo->rawsz);
 			return 0;
 		}
 	}
@@ -67,8 +66,9 @@ static int map_back(void *data, const struct oid *in, struct oid *out)
 	else if (!ret) {
 		*out = co.sha256;
 		if (sl) {
-			memcpy(sl->sha1, in->hash, OID_RAWSZ_MAX);
-			memcpy(sl->sha256, co.sha256.hash, co.sha256.algo->rawsz);
+			memcpy(sl->names, in->hash, in->algo->rawsz);
+			memcpy(sl->names + in->algo->rawsz, co.sha256.hash,
+			       co.sha256.algo->rawsz);
 			sl->full = 1;
 		}
 	}

@@ -1,6 +1,7 @@
 /*
  * memo.c: a bounded memory of SHA-256 -> SHA-1 names, in front of the
- * cache.
+ * cache (SHA-1 -> SHA-256 for a SHA-1 repository: whichever way the
+ * names it is given go).
  *
  * Converting a tree asks for the SHA-1 name of every entry, and the same
  * names come up again and again (a blob stays in thousands of trees); a
@@ -27,10 +28,18 @@
 #define MEMO_STRIPES 64
 
 struct memo_slot {
-	unsigned char sha256[32];
-	unsigned char sha1[20];
-	unsigned char used;
+	unsigned char names[32 + 20];	/* the key, then its other name */
+	unsigned char used;		/* the key's length; 0: empty */
 };
+
+/* Does slot s hold key (its algorithm's rawsz bytes)? */
+static int slot_holds(const struct memo_slot *s, const struct oid *key)
+{
+	/* two constant lengths: the compiler inlines each compare */
+	if (key->algo->rawsz == 32)
+		return s->used == 32 && !memcmp(s->names, key->hash, 32);
+	return s->used == 20 && !memcmp(s->names, key->hash, 20);
+}
 
 struct xlate_memo {
 	struct memo_slot *slots;
@@ -81,12 +90,13 @@ int xlate_memo_get(struct xlate_memo *m, const struct oid *sha256,
 	size_t i;
 	int found = 0;
 
-	if (!m || sha256->algo != &hash_sha256)
+	if (!m)
 		return 0;
 	i = slot_of(m, sha256);
 	pthread_mutex_lock(&m->stripe[i % MEMO_STRIPES]);
-	if (m->slots[i].used && !memcmp(m->slots[i].sha256, sha256->hash, 32)) {
-		oid_from_raw(sha1, &hash_sha1, m->slots[i].sha1);
+	if (slot_holds(&m->slots[i], sha256)) {
+		oid_from_raw(sha1, hash_algo_other(sha256->algo),
+			     m->slots[i].names + sha256->algo->rawsz);
 		found = 1;
 	}
 	pthread_mutex_unlock(&m->stripe[i % MEMO_STRIPES]);
@@ -103,14 +113,15 @@ void xlate_memo_put(struct xlate_memo *m, uint64_t generation,
 {
 	size_t i;
 
-	if (!m || sha256->algo != &hash_sha256 || sha1->algo != &hash_sha1)
+	if (!m || sha1->algo != hash_algo_other(sha256->algo))
 		return;
 	i = slot_of(m, sha256);
 	pthread_mutex_lock(&m->stripe[i % MEMO_STRIPES]);
 	if (atomic_load(&m->generation) == generation) {
-		memcpy(m->slots[i].sha256, sha256->hash, 32);
-		memcpy(m->slots[i].sha1, sha1->hash, 20);
-		m->slots[i].used = 1;
+		memcpy(m->slots[i].names, sha256->hash, sha256->algo->rawsz);
+		memcpy(m->slots[i].names + sha256->algo->rawsz, sha1->hash,
+		       sha1->algo->rawsz);
+		m->slots[i].used = (unsigned char)sha256->algo->rawsz;
 	}
 	pthread_mutex_unlock(&m->stripe[i % MEMO_STRIPES]);
 }

@@ -1,5 +1,6 @@
 /*
- * xmap.c: the build's table of names, keyed by SHA-256 name.
+ * xmap.c: the build's table of names, keyed by the repository's own
+ * (SHA-256, or SHA-1 for a SHA-1 repository).
  *
  * Entries live in one dense array; the hash table proper is an array of
  * small slots (an entry index and eight bytes of the key), so that a
@@ -60,6 +61,17 @@ static size_t home_slot(const struct xmap *m, const unsigned char *key)
 	return (size_t)(v >> (64 - __builtin_ctzll((unsigned long long)m->cap)));
 }
 
+/*
+ * Is a, of the table's entries, the key?  Two constant lengths: the
+ * compiler inlines each compare (a call to memcmp per probe, with a
+ * length it cannot see, slowed the build's hottest loop).
+ */
+static inline int same_key(const struct xmap *m, const unsigned char *a,
+			   const unsigned char *key)
+{
+	return m->keysz == 32 ? !memcmp(a, key, 32) : !memcmp(a, key, 20);
+}
+
 /* The slot holding key, or the empty slot where it would go. */
 static struct xmap_slot *find_slot(const struct xmap *m,
 				   const unsigned char *key)
@@ -72,8 +84,7 @@ static struct xmap_slot *find_slot(const struct xmap *m,
 
 		if (!s->idx)
 			return s;
-		if (s->tag == tag &&
-		    !memcmp(m->entries[s->idx - 1].names, key, m->keysz))
+		if (s->tag == tag && same_key(m, m->entries[s->idx - 1].names, key))
 			return s;
 	}
 }
