@@ -172,6 +172,9 @@ for v in sha1-packed sha1-loose sha1-mixed; do
 	expect "$v: objects-sha256/ holds the raw SHA-256 form" \
 		cmp "$M/objects-sha256/${h256:0:2}/${h256:2}" \
 		<(git --git-dir="$T256" cat-file commit "$h256")
+	expect "$v: objects-sha1/ the repository's own" \
+		cmp "$M/objects-sha1/${h1:0:2}/${h1:2}" \
+		<(git --git-dir="$R" cat-file commit "$h1")
 	xl_umount "$M"
 done
 
@@ -209,6 +212,27 @@ if xl_mount "$TRASH/live1.git" "$M"; then
 	xl_umount "$M"
 else
 	not_ok "live: mount a copy of the SHA-1 twin"
+fi
+
+# The first open fixes which way a mount goes: a repository replaced by
+# one of the other format under it is refused when the updater opens it
+# again (after its packs went), said in the log, and the mount stays.
+cp -r "$TW/sha1-packed.git" "$TRASH/swap.git"
+M=$TRASH/m-swap
+if xl_mount "$TRASH/swap.git" "$M"; then
+	rm -rf "$TRASH/swap.git"/*
+	cp -r "$TW/sha256-packed.git"/. "$TRASH/swap.git"
+	for _ in $(seq 100); do
+		grep -q 'is now a sha256 repository; it was mounted as a sha1 one' "$M.log" && break
+		sleep 0.1
+	done
+	expect "a repository of the other format under the mount is refused, and logged" \
+		grep -q 'is now a sha256 repository; it was mounted as a sha1 one' "$M.log"
+	expect "the mount goes on with what it had" \
+		test "$(cat "$M/status" | grep -c '^direction: sha1 to sha256$')" = 1
+	xl_umount "$M"
+else
+	not_ok "swap: mount a copy of the SHA-1 twin"
 fi
 
 # ---- the round trip: SHA-256, its SHA-1 view, that view reversed -----
