@@ -72,6 +72,19 @@ expect() {
 	fi
 }
 
+# expect_soon SECONDS DESC CMD...: expect, for what the mount does in
+# the background: CMD is tried every 0.1 s until it succeeds or SECONDS
+# have passed.
+expect_soon() {
+	es_tries=$(($1 * 10))
+	shift
+	for _ in $(seq "$es_tries"); do
+		"${@:2}" >/dev/null 2>&1 && break
+		sleep 0.1
+	done
+	expect "$@"
+}
+
 # expect_fail DESC CMD...: pass when CMD fails (but is not killed by a signal).
 expect_fail() {
 	desc=$1

@@ -81,11 +81,7 @@ if xl_mount "$P" "$M"; then
 	# the remedy the message gives, for Git before 2.49
 	git -C "$P" config --unset remote.origin.partialclonefilter
 	git -C "$P" fetch -q --refetch origin 2>/dev/null
-	for _ in $(seq 300); do
-		grep -q '^untranslatable: 0$' "$M/status" && break
-		sleep 0.1
-	done
-	expect "after the refetch every object is named, without a restart" \
+	expect_soon 30 "after the refetch every object is named, without a restart" \
 		grep -q '^untranslatable: 0$' "$M/status"
 	expect_fail "and status says nothing is missing" grep -q '^missing:' "$M/status"
 	git -C "$S" log --format=%s --all >"$TRASH/src-log"

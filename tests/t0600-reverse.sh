@@ -198,14 +198,9 @@ if xl_mount "$TRASH/live1.git" "$M"; then
 		git --git-dir="$G" update-ref refs/heads/live "$c"
 	done
 	want=$(git --git-dir="$TRASH/live256.git" rev-parse refs/heads/live)
-	got=
-	for _ in $(seq 150); do
-		got=$(git --git-dir="$M/sha256" rev-parse -q --verify refs/heads/live 2>/dev/null) &&
-			[ -n "$got" ] && break
-		sleep 0.1
-	done
-	expect "live: a new commit shows in sha256/ under the twin's name ($want)" \
-		test "$got" = "$want"
+	expect_soon 15 "live: a new commit shows in sha256/ under the twin's name ($want)" \
+		sh -c '[ "$(git --git-dir="$1" rev-parse -q --verify refs/heads/live)" = "$2" ]' \
+		- "$M/sha256" "$want"
 	expect "live: and reads back as the twin's bytes" \
 		cmp <(git --git-dir="$M/sha256" cat-file commit "$want") \
 		<(git --git-dir="$TRASH/live256.git" cat-file commit "$want")
@@ -222,14 +217,10 @@ M=$TRASH/m-swap
 if xl_mount "$TRASH/swap.git" "$M"; then
 	rm -rf "$TRASH/swap.git"/*
 	cp -r "$TW/sha256-packed.git"/. "$TRASH/swap.git"
-	for _ in $(seq 100); do
-		grep -q 'is now a sha256 repository; it was mounted as a sha1 one' "$M.log" && break
-		sleep 0.1
-	done
-	expect "a repository of the other format under the mount is refused, and logged" \
+	expect_soon 10 "a repository of the other format under the mount is refused, and logged" \
 		grep -q 'is now a sha256 repository; it was mounted as a sha1 one' "$M.log"
 	expect "the mount goes on with what it had" \
-		test "$(cat "$M/status" | grep -c '^direction: sha1 to sha256$')" = 1
+		grep -qx 'direction: sha1 to sha256' "$M/status"
 	xl_umount "$M"
 else
 	not_ok "swap: mount a copy of the SHA-1 twin"
