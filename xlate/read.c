@@ -247,11 +247,8 @@ int xlate_resolve(struct repo *repo, struct cache *cache, const char *name,
 	} else if (force == own || len == own->hexsz || len > other->hexsz) {
 		ret = repo_resolve_name(repo, base, sha256);
 		*given = own;
-	} else if (len == other->hexsz) {
-		ret = resolve_sha1(cache, base, len, sha256);
-		*given = other;
-	} else if (len > own->hexsz) {
-		/* too long for a name of the repository's own */
+	} else if (len == other->hexsz || len > own->hexsz) {
+		/* a full other name, or one too long to be the repository's */
 		ret = resolve_sha1(cache, base, len, sha256);
 		*given = other;
 	} else if (!dwim_ref(repo, base, &a)) {
