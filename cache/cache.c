@@ -1950,14 +1950,14 @@ static int column_pack1(struct cache *cache, sqlite3_stmt *st,
 
 	memset(p, 0, sizeof(*p));
 	if (!native || nlen <= 0 || nlen > OID_HEXSZ_MAX ||
-	    sqlite3_column_bytes(st, 2) != 20 ||
+	    sqlite3_column_bytes(st, 2) != (int)cache->other->rawsz ||
 	    sqlite3_column_int64(st, 3) < 0 || sqlite3_column_int64(st, 3) > UINT32_MAX ||
 	    sqlite3_column_int64(st, 4) < 0 || sqlite3_column_int64(st, 5) < 0)
 		return err_set(XL_ECORRUPT, "cache %s: a bad packs1 row",
 			       cache->path);
 	p->id = sqlite3_column_int64(st, 0);
 	memcpy(p->native, native, (size_t)nlen);
-	memcpy(p->checksum, sqlite3_column_blob(st, 2), 20);
+	memcpy(p->checksum, sqlite3_column_blob(st, 2), cache->other->rawsz);
 	p->objects = (uint32_t)sqlite3_column_int64(st, 3);
 	p->pack_size = (uint64_t)sqlite3_column_int64(st, 4);
 	p->idx_size = (uint64_t)sqlite3_column_int64(st, 5);
@@ -2000,7 +2000,8 @@ int cache_pack1_add(struct cache *cache, struct cache_pack1 *p)
 	if ((ret = lock(cache)))
 		return ret;
 	sqlite3_bind_text(st, 1, p->native, -1, SQLITE_STATIC);
-	sqlite3_bind_blob(st, 2, p->checksum, 20, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 2, p->checksum, (int)cache->other->rawsz,
+			  SQLITE_STATIC);
 	sqlite3_bind_int64(st, 3, p->objects);
 	sqlite3_bind_int64(st, 4, (sqlite3_int64)p->pack_size);
 	sqlite3_bind_int64(st, 5, (sqlite3_int64)p->idx_size);
@@ -2022,7 +2023,8 @@ int cache_pack1_finish(struct cache *cache, const struct cache_pack1 *p)
 		return ret;
 	}
 	sqlite3_bind_int64(st, 1, p->id);
-	sqlite3_bind_blob(st, 2, p->checksum, 20, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 2, p->checksum, (int)cache->other->rawsz,
+			  SQLITE_STATIC);
 	sqlite3_bind_int64(st, 3, p->objects);
 	sqlite3_bind_int64(st, 4, (sqlite3_int64)p->pack_size);
 	sqlite3_bind_int64(st, 5, (sqlite3_int64)p->idx_size);
@@ -2133,8 +2135,7 @@ int cache_pack1_runs_add(struct cache_pack1_runs *r,
 	int ret;
 
 	if (!e->hdr_len || e->hdr_len > sizeof(e->hdr) || !e->len ||
-	    (e->sha256.algo && e->sha256.algo->rawsz != 32) ||
-	    (e->base.algo && (!e->sha256.algo || e->base.algo->rawsz != 32)) ||
+	    (e->base.algo && (!e->sha256.algo || e->base.algo != e->sha256.algo)) ||
 	    (e->data && (!e->sha256.algo || e->data_len > INT32_MAX)))
 		return err_set(XL_EINVALID, "a bad pack entry at %llu",
 			       (unsigned long long)e->offset);
@@ -2157,8 +2158,9 @@ int cache_pack1_runs_add(struct cache_pack1_runs *r,
 	if ((ret = buf_add_varint(d, e->len)) || (ret = buf_add_varint(d, e->src)) ||
 	    (ret = buf_addch(d, (int)e->hdr_len)) ||
 	    (ret = buf_add(d, e->hdr, e->hdr_len)) || (ret = buf_addch(d, flags)) ||
-	    (e->sha256.algo && (ret = buf_add(d, e->sha256.hash, 32))) ||
-	    (e->base.algo && (ret = buf_add(d, e->base.hash, 32))) ||
+	    (e->sha256.algo &&
+	     (ret = buf_add(d, e->sha256.hash, e->sha256.algo->rawsz))) ||
+	    (e->base.algo && (ret = buf_add(d, e->base.hash, e->base.algo->rawsz))) ||
 	    (e->data && ((ret = buf_add_varint(d, e->data_len)) ||
 			 (ret = buf_add(d, e->data, e->data_len)))) ||
 	    (ret = buf_add(d, crc, 4))) {
@@ -2267,6 +2269,9 @@ static int run_decode(struct cache *cache, uint64_t key, const unsigned char *p,
 		      struct buf *payloads)
 {
 	uint64_t offset = key & (RUN_OFFSET_MAX - 1);
+	/* native names: the store's own */
+	const struct hash_algo *algo = cache->algo;
+	const ptrdiff_t rawsz = (ptrdiff_t)algo->rawsz;
 
 	while (p < end) {
 		struct cache_pack1_entry e;
@@ -2290,16 +2295,16 @@ static int run_decode(struct cache *cache, uint64_t key, const unsigned char *p,
 		    (!(flags & RUN_SHA256) && (flags & (RUN_BASE | RUN_DATA))))
 			goto bad;
 		if (flags & RUN_SHA256) {
-			if (end - p < 32)
+			if (end - p < rawsz)
 				goto bad;
-			oid_from_raw(&e.sha256, &hash_sha256, p);
-			p += 32;
+			oid_from_raw(&e.sha256, algo, p);
+			p += rawsz;
 		}
 		if (flags & RUN_BASE) {
-			if (end - p < 32)
+			if (end - p < rawsz)
 				goto bad;
-			oid_from_raw(&e.base, &hash_sha256, p);
-			p += 32;
+			oid_from_raw(&e.base, algo, p);
+			p += rawsz;
 		}
 		if ((flags & RUN_DATA) &&
 		    (varint_get(&p, end, &data_len) ||

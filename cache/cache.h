@@ -406,30 +406,34 @@ int cache_for_each_ref_name(struct cache *cache, cache_ref_name_fn fn,
 			    void *data);
 
 /*
- * The synthesized SHA-1 packs (xlate/pack1.c makes them): for a native
- * pack, the layout of the SHA-1 pack made from it, so that a reader can
- * answer stat() and any read without building the rest.  A pack is laid
+ * The synthesized packs (xlate/pack1.c makes them): for a native pack,
+ * the layout of the translated pack made from it (SHA-1, or SHA-256 for
+ * a SHA-1 store), so that a reader can answer stat() and any read
+ * without building the rest.  A pack is laid
  * out in one batch: cache_pack1_add(), its entries and its .idx chunks,
  * then commit.  Emptying the cache for other settings drops them too.
  */
 struct cache_pack1 {
 	int64_t id;
 	char native[OID_HEXSZ_MAX + 1];	/* the native pack's checksum hex */
-	unsigned char checksum[20];	/* the SHA-1 pack's trailer (its name) */
+	unsigned char checksum[OID_RAWSZ_MAX];	/* the translated pack's trailer
+					   (its name), cache_other()'s length */
 	uint32_t objects;
 	uint64_t pack_size, idx_size;
 };
 
 /*
- * One entry of a SHA-1 pack: `len` bytes at `offset`, which are `hdr`,
- * then either (sha256.algo NULL) the native pack's bytes from `src` on,
- * or, as a zlib stream of stored blocks, the SHA-1 form of object
- * `sha256` (base.algo NULL) or the delta that makes it from base's.
- * Small payloads are kept (`data`), so that a read only copies them.
+ * One entry of a translated pack: `len` bytes at `offset`, which are
+ * `hdr`, then either (sha256.algo NULL) the native pack's bytes from
+ * `src` on, or, as a zlib stream of stored blocks, the translated form
+ * of native object `sha256` (base.algo NULL) or the delta that makes it
+ * from base's.  Small payloads are kept (`data`), so that a read only
+ * copies them.  A header is a type and size (up to 10 bytes) and a
+ * REF_DELTA's base name.
  */
 struct cache_pack1_entry {
 	uint64_t offset, len, src;
-	unsigned char hdr[32];
+	unsigned char hdr[10 + OID_RAWSZ_MAX];
 	size_t hdr_len;
 	struct oid sha256;
 	struct oid base;

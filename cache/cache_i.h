@@ -24,7 +24,7 @@ _Static_assert(CACHE_APP_ID == 0x786c6673, "application id is \"xlfs\"");
  * column, version 2 no synthesized packs, version 3 no ref names,
  * version 4 a row per pack entry, version 7 no objects_recent).
  */
-#define CACHE_SCHEMA_VERSION 8
+#define CACHE_SCHEMA_VERSION 9
 
 /*
  * How long a statement waits for another process's lock before failing

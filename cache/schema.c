@@ -2,7 +2,7 @@
  * schema.c: the cache file itself: where it lives, its tables, and
  * whether it can be trusted.
  *
- * The schema, version 8 (PRAGMA user_version = 8), application id
+ * The schema, version 9 (PRAGMA user_version = 9), application id
  * 0x786c6673 "xlfs" (PRAGMA application_id), journal_mode WAL.
  *
  * Columns are named for the usual direction: a SHA-256 repository, and
@@ -59,11 +59,13 @@
  *   INDEX gitlinks_commit256 ON gitlinks(commit256)
  *   INDEX gitlinks_commit1 ON gitlinks(commit1)
  *
- * The synthesized SHA-1 packs (xlate/pack1.c says what the bytes are):
+ * The synthesized packs (xlate/pack1.c says what the bytes are): SHA-1
+ * packs, or SHA-256 ones for a SHA-1 store:
  *
  *   packs1(id INTEGER PRIMARY KEY,
  *	    native TEXT NOT NULL,		the native pack's checksum hex
- *	    checksum BLOB NOT NULL,		the SHA-1 pack's trailer, 20 bytes
+ *	    checksum BLOB NOT NULL,		the translated pack's trailer: 20
+ *					bytes (32 for a SHA-1 store)
  *	    objects INTEGER NOT NULL,		entries in it
  *	    pack_size INTEGER NOT NULL,	bytes of the .pack
  *	    idx_size INTEGER NOT NULL)		bytes of the .idx
@@ -75,14 +77,15 @@
  *     len varint		its bytes
  *     src varint		native pack offset of what follows hdr
  *     hdr_len byte, hdr	the bytes that start the entry (1 to 32)
- *     flags byte		1: sha256 follows, the object whose SHA-1 form
- *				follows hdr (else the rest is native bytes);
- *				2: base follows, and the delta that makes
- *				sha256's SHA-1 form from base's; 4: the
+ *     flags byte		1: sha256 follows, the object whose translated
+ *				form follows hdr (else the rest is native
+ *				bytes); 2: base follows, and the delta that
+ *				makes sha256's form from base's; 4: the
  *				payload (form or delta) follows, kept because
  *				it is small, so that a read copies it (else
  *				made from the objects when read)
- *     [sha256 32] [base 32] [payload_len varint, payload]
+ *     [sha256 N] [base N] [payload_len varint, payload]
+ *				(N: 32, or 20 in a SHA-1 store: native names)
  *     crc 4 bytes		CRC32 of the entry's bytes, as in the .idx
  *				(big-endian)
  *					A few dozen entries a row (at most
@@ -218,7 +221,7 @@
 	"pack_size INTEGER NOT NULL, " \
 	"idx_size INTEGER NOT NULL, " \
 	"CHECK (typeof(native) = 'text' AND typeof(checksum) = 'blob' AND " \
-	"length(checksum) = 20 AND typeof(objects) = 'integer' AND " \
+	"length(checksum) IN (20, 32) AND typeof(objects) = 'integer' AND " \
 	"typeof(pack_size) = 'integer' AND typeof(idx_size) = 'integer'));" \
 	"CREATE TABLE pack1_chunks(" \
 	"key INTEGER PRIMARY KEY, " \
@@ -241,6 +244,27 @@
 	"key INTEGER PRIMARY KEY, " \
 	"entries BLOB NOT NULL " \
 	"CHECK (typeof(entries) = 'blob' AND length(entries) > 0));"
+
+/*
+ * Version 8 to 9: a SHA-1 store's packs are SHA-256 packs, whose
+ * trailers are 32 bytes.  A CHECK cannot be altered, so the table is
+ * made again with its rows (a handful: one per native pack).
+ */
+#define PACKS1_CHECK_MIGRATION \
+	"CREATE TABLE packs1_new(" \
+	"id INTEGER PRIMARY KEY, " \
+	"native TEXT NOT NULL, " \
+	"checksum BLOB NOT NULL, " \
+	"objects INTEGER NOT NULL, " \
+	"pack_size INTEGER NOT NULL, " \
+	"idx_size INTEGER NOT NULL, " \
+	"CHECK (typeof(native) = 'text' AND typeof(checksum) = 'blob' AND " \
+	"length(checksum) IN (20, 32) AND typeof(objects) = 'integer' AND " \
+	"typeof(pack_size) = 'integer' AND typeof(idx_size) = 'integer'));" \
+	"INSERT INTO packs1_new SELECT id, native, checksum, objects, " \
+	"pack_size, idx_size FROM packs1;" \
+	"DROP TABLE packs1;" \
+	"ALTER TABLE packs1_new RENAME TO packs1;"
 
 /* The ref names' table: the schema's, and version 3's migration. */
 #define REF_NAMES_SCHEMA \
@@ -624,7 +648,8 @@ fail:
  * built with a map names nothing the old way that this one would name
  * otherwise: its rows stay right); 6 to 7 keeps the counts in meta;
  * 7 to 8 adds the table of recent rows (empty: every row is already in
- * objects).  One IMMEDIATE transaction, as migrate_v1.
+ * objects); 8 to 9 lets packs1 hold SHA-256 trailers.  One IMMEDIATE
+ * transaction, as migrate_v1.
  */
 static int migrate_add(struct cache *cache, int64_t from, const char *sql,
 		       struct buf *why)
@@ -819,6 +844,12 @@ static int check_file(struct cache *cache, struct buf *why)
 	if (version == 7) {
 		if ((ret = set_wal(cache, why)) ||
 		    (ret = migrate_add(cache, 7, RECENT_SCHEMA, why)) ||
+		    (ret = read_header(cache, &app, &version, &tables, why)))
+			return ret;
+	}
+	if (version == 8) {
+		if ((ret = set_wal(cache, why)) ||
+		    (ret = migrate_add(cache, 8, PACKS1_CHECK_MIGRATION, why)) ||
 		    (ret = read_header(cache, &app, &version, &tables, why)))
 			return ret;
 	}

@@ -12,9 +12,9 @@
  *                         the .pack is made when read
  *   objects/info/packs    lists them, as `git update-server-info` would
  *
- * A SHA-1 repository mounted the other way round serves its own packs in
- * sha1/objects/pack, read straight through; its sha256/ has no packs yet
- * (xlate/pack1.c makes SHA-1 packs only), so every object is loose there.
+ * A SHA-1 repository mounted the other way round is the same with the
+ * views swapped: sha1/objects/pack holds its own packs, read straight
+ * through, and sha256/objects/pack the SHA-256 packs made from them.
  *
  * A pack file is named by its trailer, so its bytes never change while
  * it is listed: the kernel may keep them (keep_cache) and its name for
@@ -281,7 +281,8 @@ static int packsnap_make(struct xfs *xfs, struct packsnap **out)
 			if (strcmp(layouts[j].native, info->checksum) ||
 			    !layouts[j].objects)
 				continue;
-			oid_from_raw(&sum, &hash_sha1, layouts[j].checksum);
+			oid_from_raw(&sum, hash_algo_other(xfs->algo),
+				     layouts[j].checksum);
 			snprintf(s1.name, sizeof(s1.name), "pack-%s",
 				 oid_to_hex_r(hex, &sum));
 			memcpy(s1.native, info->checksum, sizeof(s1.native));
@@ -631,8 +632,9 @@ void pack1_opts(struct xfs *xfs, struct xlate_pack1_opts *out)
 void pack1_log(struct xfs *xfs, const struct xlate_pack1_stats *st)
 {
 	if (st->made)
-		xfs_log(xfs, "laid out %llu SHA-1 pack%s (%llu objects)",
-			(unsigned long long)st->made, st->made == 1 ? "" : "s",
+		xfs_log(xfs, "laid out %llu %s pack%s (%llu objects)",
+			(unsigned long long)st->made,
+			hash_algo_other(xfs->algo)->title, st->made == 1 ? "" : "s",
 			(unsigned long long)st->objects);
 }
 

@@ -2478,10 +2478,10 @@ static int native_delta(struct walker *w, uint32_t i, const struct oid *oid,
 	if (!xlate_tree_ix_build(&w->base_ix, repo_algo(b->repo), w->base256.buf,
 				 w->base256.len) &&
 	    !xlate_tree_delta_merged(&w->base_ix, content->buf, content->len,
-				     &w->conv, &w->delta))
+				     &w->conv, b->other, &w->delta))
 		return 0;
-	if (xlate_tree_delta_native(repo_algo(b->repo), &w->base256, content,
-				    &w->conv, &w->delta)) {
+	if (xlate_tree_delta_native(repo_algo(b->repo), b->other, &w->base256,
+				    content, &w->conv, &w->delta)) {
 		err_clear();
 		return -1;
 	}
@@ -2515,11 +2515,12 @@ static const struct buf *spill_payload(struct walker *w, uint32_t i,
 			  content, &w->conv, &w->conv_ix, &w->marks);
 	err_clear();
 	if (w->has_ref && w->ref_is_base && w->s->nodes[i].has_gitlink)
-		ret = xlate_tree_delta(&w->ref1, &w->conv, &w->delta);
+		ret = xlate_tree_delta(b->other, &w->ref1, &w->conv, &w->delta);
 	else if (w->has_ref && w->ref_is_base)
 		ret = xlate_tree_delta_merged(&w->ref_ix, content->buf,
-					      content->len, &w->conv, &w->delta) ?
-		      xlate_tree_delta(&w->ref1, &w->conv, &w->delta) : 0;
+					      content->len, &w->conv, b->other,
+					      &w->delta) ?
+		      xlate_tree_delta(b->other, &w->ref1, &w->conv, &w->delta) : 0;
 	else
 		ret = native_delta(w, i, oid, content);
 	if (ret || w->delta.len >= w->conv.len) {
@@ -2567,8 +2568,10 @@ static void ref_prepare(struct walker *w, uint32_t i, const struct oid *oid)
 			  &w->ref_is_base))
 		return;
 	w->ref_ix.rawsz = algo->rawsz;
-	if (algo->rawsz < 20 ||
-	    w->ref1.len != w->ref256.len - w->ref_ix.nr * (algo->rawsz - 20))
+	/* each entry of the translated form is as much longer (or shorter) */
+	if ((int64_t)w->ref1.len != (int64_t)w->ref256.len +
+	    (int64_t)w->ref_ix.nr * ((int64_t)w->b->other->rawsz -
+				     (int64_t)algo->rawsz))
 		return;		/* not what we made: no reference */
 	w->has_ref = 1;
 }
@@ -2587,15 +2590,17 @@ static int walk_named(struct walker *w, uint32_t i, const struct buf *content)
 	/*
 	 * A tree is hashed from where it parts from its reference (when
 	 * the two are as long, as after a changed file), and leaves its
-	 * own marks for the next one (spill_payload() keeps them).
+	 * own marks for the next one (spill_payload() keeps them).  Marks
+	 * are SHA-1's: a SHA-256 form is hashed whole, and keeps none.
 	 */
-	if (e->type == OBJ_TREE && b->forms.slot) {
+	if (e->type == OBJ_TREE && b->forms.slot && b->other == &hash_sha1) {
 		if ((ret = hash_sha1_marked("tree", w->conv.buf, w->conv.len,
 					    w->has_ref ? w->ref1.buf : NULL,
 					    w->ref1.len, &w->ref_marks,
 					    &w->marks, &sha1)))
 			return ret;
 	} else {
+		w->marks.nr = 0;
 		hash_object(b->other, type_name((enum obj_type)e->type),
 			    w->conv.buf, w->conv.len, &sha1);
 	}
@@ -3652,7 +3657,6 @@ int xlate_build(struct repo *repo, struct cache *cache,
 		struct xlate_build_stats *stats)
 {
 	struct build b = { 0 };
-	struct xlate_build_opts reverse_opts;
 	struct early_layout early = { 0 };
 	const char *delay;
 	struct name_sum gathered = { 0 }, unread;
@@ -3666,17 +3670,6 @@ int xlate_build(struct repo *repo, struct cache *cache,
 
 	memset(stats, 0, sizeof(*stats));
 	b.other = hash_algo_other(repo_algo(repo));
-	if (b.other != &hash_sha1 && opts->pack1) {
-		/*
-		 * The other direction names a SHA-1 repository's objects in
-		 * SHA-256; the synthesized packs are SHA-1 packs, and have
-		 * no SHA-256 counterpart yet.
-		 */
-		reverse_opts = *opts;
-		reverse_opts.pack1 = NULL;
-		reverse_opts.pack1_stats = NULL;
-		opts = &reverse_opts;
-	}
 	b.repo = repo;
 	b.odb = repo_odb(repo);
 	bases = odb_delta_cache_limit(b.odb);

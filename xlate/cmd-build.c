@@ -116,15 +116,17 @@ int cmd_build(struct cli *cli, int argc, char **argv)
 		fprintf(stderr, "recent rows: %llu folded into the big table\n",
 			(unsigned long long)st.folded);
 	if (verbose && st.spill_bytes)
-		fprintf(stderr, "kept for the layout: %.1f MB; SHA-1 packs: %llu "
+		fprintf(stderr, "kept for the layout: %.1f MB; %s packs: %llu "
 			"tree deltas, %llu of them made while naming\n",
 			(double)st.spill_bytes / 1e6,
+			hash_algo_other(repo_algo(cli->repo))->title,
 			(unsigned long long)cli->pack1_stats.tree_deltas,
 			(unsigned long long)cli->pack1_stats.tree_deltas_walked);
 	if (verbose && cli->pack1_stats.gated)
-		fprintf(stderr, "SHA-1 packs: %llu laid out while the rows went in, "
+		fprintf(stderr, "%s packs: %llu laid out while the rows went in, "
 			"%llu of them ready before the rows were, %llu of them "
 			"holding all they may\n",
+			hash_algo_other(repo_algo(cli->repo))->title,
 			(unsigned long long)cli->pack1_stats.gated,
 			(unsigned long long)cli->pack1_stats.gate_waits,
 			(unsigned long long)cli->pack1_stats.gate_full);

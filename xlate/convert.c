@@ -180,14 +180,16 @@ struct against {
 static int against_step(void *data, const struct xlate_merge_step *s)
 {
 	struct against *a = data;
-	size_t shrink = a->ref->rawsz - a->o->to->rawsz;
+	/* an entry's translated form is this much longer (either sign) */
+	int64_t grow = (int64_t)a->o->to->rawsz - (int64_t)a->ref->rawsz;
+	int64_t from, to;
 
 	if (s->kind == XLATE_MERGE_OWN)
 		return convert_entry(a->o, s->p, s->mode, s->name, s->name_len,
 				     a->out);
-	return buf_add(a->out, a->ref1 + a->ref->at[s->first] - s->first * shrink,
-		       (a->ref->at[s->end] - a->ref->at[s->first]) -
-		       (s->end - s->first) * shrink);
+	from = (int64_t)a->ref->at[s->first] + (int64_t)s->first * grow;
+	to = (int64_t)a->ref->at[s->end] + (int64_t)s->end * grow;
+	return buf_add(a->out, a->ref1 + from, (size_t)(to - from));
 }
 
 int xlate_tree_against(const struct xlate_opts *o, const char *t, size_t tlen,
@@ -198,8 +200,9 @@ int xlate_tree_against(const struct xlate_opts *o, const char *t, size_t tlen,
 	int ret;
 
 	buf_reset(out);
-	if (o->from->rawsz != ref->rawsz || o->to->rawsz > o->from->rawsz ||
-	    ref1_len != ref->len - ref->nr * (ref->rawsz - o->to->rawsz))
+	if (o->from->rawsz != ref->rawsz || ref->len > UINT32_MAX / 2 ||
+	    (int64_t)ref1_len != (int64_t)ref->len + (int64_t)ref->nr *
+	    ((int64_t)o->to->rawsz - (int64_t)ref->rawsz))
 		return err_set(XL_EINVALID, "a reference tree whose forms differ");
 	if (buf_grow(out, tlen))
 		return err_set(XL_ENOMEM, "out of memory");

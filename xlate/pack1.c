@@ -74,7 +74,6 @@
 #include <zlib.h>
 
 #define PACK_HDR_LEN 12
-#define TRAILER_LEN 20
 #define IDX_HDR_LEN (8 + 256 * 4)
 /* an offset this big goes to the .idx's 64-bit table */
 #define IDX_LARGE 0x80000000ull
@@ -130,6 +129,7 @@ static void put_be32(unsigned char *p, uint32_t v)
 /* What the bytes of a pack come from. */
 struct pack1_ctx {
 	struct repo *repo;
+	const struct hash_algo *to;	/* the pack's names and trailer */
 	struct cache *cache;
 	const struct xlate_names *names;	/* asked before the cache */
 	struct xlate_memo *memo;
@@ -252,8 +252,8 @@ static int form_get(const struct pack1_ctx *c, struct forms *fs,
 /* ---- tree deltas ---------------------------------------------------------- */
 
 /*
- * A delta that makes the SHA-1 form of tree `t` from that of tree `b`,
- * into out: every entry of t that b holds byte for byte (mode, name and
+ * A delta that makes the translated form of tree `t` from that of tree
+ * `b`, into out: every entry of t that b holds byte for byte (mode, name and
  * name of the object) is copied from b, runs of them in one copy; the
  * rest is inserted.  It is a function of the two trees alone, so the
  * same bytes come out at layout and at every read.  The native pack
@@ -266,15 +266,16 @@ static int form_get(const struct pack1_ctx *c, struct forms *fs,
  * exactly when they are equal in native form, since each native name
  * has one SHA-1 name and no two have the same (a collision is refused,
  * and so is everything that refers to it), and a SHA-1 entry is its
- * native entry 12 bytes shorter.  Gitlinks are the exception: the
- * submodule map may give two commits one name, so a tree that holds one
- * is not deltified that way.  So the entries are described by where
- * they lie in the SHA-1 form (start, len), which the delta speaks of,
- * and by the bytes they are compared by (at, cmp_len), in whichever
- * form was parsed.
+ * native entry 12 bytes shorter (12 longer the other way round, from
+ * SHA-1 to SHA-256: `grow` below is the difference, either sign).
+ * Gitlinks are the exception: the submodule map may give two commits
+ * one name, so a tree that holds one is not deltified that way.  So the
+ * entries are described by where they lie in the translated form
+ * (start, len), which the delta speaks of, and by the bytes they are
+ * compared by (at, cmp_len), in whichever form was parsed.
  */
 struct tree_ent {
-	uint32_t start, len;	/* in the SHA-1 form */
+	uint32_t start, len;	/* in the translated form */
 	uint32_t at, cmp_len;	/* the entry in the form parsed */
 	uint32_t hash;
 };
@@ -314,13 +315,15 @@ static uint32_t entry_hash(const unsigned char *p, const unsigned char *nul,
 
 /*
  * The entries of a tree whose object names are rawsz bytes long
- * (trusted: we converted it, or the walk parsed it already), into *out.
+ * (trusted: we converted it, or the walk parsed it already), into *out;
+ * each is `grow` bytes longer in the translated form (names of rawsz +
+ * grow bytes).
  */
-static int tree_entries(const struct buf *t, size_t rawsz,
+static int tree_entries(const struct buf *t, size_t rawsz, int64_t grow,
 			struct tree_ent **out, size_t *nr)
 {
 	const unsigned char *p = (const unsigned char *)t->buf, *end = p + t->len;
-	size_t n = 0, alloc = 0, shrink = rawsz - 20;
+	size_t n = 0, alloc = 0;
 	struct tree_ent *e = NULL;
 
 	while (p < end) {
@@ -336,8 +339,8 @@ static int tree_entries(const struct buf *t, size_t rawsz,
 		}
 		e[n].at = (uint32_t)(p - (const unsigned char *)t->buf);
 		e[n].cmp_len = (uint32_t)(nul + 1 + rawsz - p);
-		e[n].start = (uint32_t)(e[n].at - n * shrink);
-		e[n].len = (uint32_t)(e[n].cmp_len - shrink);
+		e[n].start = (uint32_t)((int64_t)e[n].at + (int64_t)n * grow);
+		e[n].len = (uint32_t)((int64_t)e[n].cmp_len + grow);
 		e[n].hash = entry_hash(p, nul, e[n].cmp_len);
 		n++;
 		p = nul + 1 + rawsz;
@@ -575,28 +578,29 @@ static int match_sorted(const struct buf *b, const struct tree_ent *be,
 
 /*
  * The delta from base b to tree t, both parsed with names rawsz bytes
- * long, whose inserts are taken from t1, t's SHA-1 form (t itself when
- * rawsz is 20).
+ * long, whose inserts are taken from t1, t's translated form (names of
+ * rawsz1 bytes; t itself when the two are one).
  */
 static int tree_delta(const struct buf *b, const struct buf *t,
-		      const struct buf *t1, size_t rawsz, int sorted,
-		      struct buf *out)
+		      const struct buf *t1, size_t rawsz, size_t rawsz1,
+		      int sorted, struct buf *out)
 {
 	struct tree_ent *be = NULL, *te = NULL;
 	size_t nb = 0, nt = 0;
 	uint32_t *found = NULL;
 	struct delta_out d = { out, t1->buf, 0, 0, 0, 0 };
+	int64_t grow = (int64_t)rawsz1 - (int64_t)rawsz;
 	int ret;
 
 	buf_reset(out);
-	if (b->len > UINT32_MAX || t->len > UINT32_MAX)
-		return err_set(XL_ETOOBIG, "a tree over 4 GiB");
-	if ((ret = tree_entries(b, rawsz, &be, &nb)) ||
-	    (ret = tree_entries(t, rawsz, &te, &nt)))
+	if (b->len > UINT32_MAX / 2 || t->len > UINT32_MAX / 2)
+		return err_set(XL_ETOOBIG, "a tree over 2 GiB");
+	if ((ret = tree_entries(b, rawsz, grow, &be, &nb)) ||
+	    (ret = tree_entries(t, rawsz, grow, &te, &nt)))
 		goto out;
-	if (t1->len != t->len - nt * (rawsz - 20)) {
-		ret = err_set(XL_ECORRUPT, "a SHA-1 tree that is not its native "
-			      "tree's form");
+	if ((int64_t)t1->len != (int64_t)t->len + (int64_t)nt * grow) {
+		ret = err_set(XL_ECORRUPT, "a translated tree that is not its "
+			      "native tree's form");
 		goto out;
 	}
 	if (!(found = malloc((nt ? nt : 1) * sizeof(*found)))) {
@@ -607,7 +611,8 @@ static int tree_delta(const struct buf *b, const struct buf *t,
 	if (ret == 1)
 		ret = match_sorted(b, be, nb, t, te, nt, found);
 	if (ret ||
-	    (ret = buf_add_varint(out, b->len - nb * (rawsz - 20))) ||
+	    (ret = buf_add_varint(out, (uint64_t)((int64_t)b->len +
+						  (int64_t)nb * grow))) ||
 	    (ret = buf_add_varint(out, t1->len)))
 		goto out;
 	for (size_t i = 0; i < nt && !ret; i++)
@@ -634,7 +639,8 @@ out:
 struct merged {
 	const struct xlate_tree_ix *base;
 	const char *t;
-	size_t t1_len, shrink;		/* rawsz - 20 */
+	size_t t1_len;
+	int64_t grow;			/* an entry's, translated */
 	size_t nt;			/* t's entries so far */
 	struct delta_out d;
 };
@@ -646,51 +652,58 @@ static int merged_step(void *data, const struct xlate_merge_step *s)
 	int ret = 0;
 
 	if (s->kind == XLATE_MERGE_OWN) {
-		/* t's entry starts shrink bytes sooner in t1 for each before it */
-		size_t start1 = (size_t)(s->p - m->t) - s->own * m->shrink;
-		size_t len1 = s->len - m->shrink;
+		/* t's entry moves by grow bytes in t1 for each before it */
+		int64_t start1 = (int64_t)(s->p - m->t) + (int64_t)s->own * m->grow;
+		int64_t len1 = (int64_t)s->len + m->grow;
 
 		m->nt++;
-		if (start1 + len1 > m->t1_len)
-			return err_set(XL_ECORRUPT, "a SHA-1 tree that is not its "
-				       "native tree's form");
-		return emit_own(&m->d, start1, len1);
+		if (start1 < 0 || len1 <= 0 || (uint64_t)(start1 + len1) > m->t1_len)
+			return err_set(XL_ECORRUPT, "a translated tree that is "
+				       "not its native tree's form");
+		return emit_own(&m->d, (size_t)start1, (size_t)len1);
 	}
 	m->nt += s->end - s->first;
 	for (size_t j = s->first; j < s->end && !ret; j++) {
-		uint64_t start = at[j] - j * m->shrink;
+		uint64_t start = (uint64_t)((int64_t)at[j] + (int64_t)j * m->grow);
 		/* the rest of the stretch, if one copy can take it all */
-		uint64_t rest = (at[s->end] - s->end * m->shrink) - start;
+		uint64_t rest = (uint64_t)((int64_t)at[s->end] +
+					   (int64_t)s->end * m->grow) - start;
 
 		if (m->d.run_len && start == m->d.run_off + m->d.run_len &&
 		    m->d.run_len + rest <= COPY_MAX) {
 			m->d.run_len += rest;
 			break;
 		}
-		ret = emit_match(&m->d, start, at[j + 1] - at[j] - m->shrink);
+		ret = emit_match(&m->d, start,
+				 (uint64_t)((int64_t)(at[j + 1] - at[j]) + m->grow));
 	}
 	return ret;
 }
 
 int xlate_tree_delta_merged(const struct xlate_tree_ix *base, const char *t,
-			    size_t tlen, const struct buf *t1, struct buf *out)
+			    size_t tlen, const struct buf *t1,
+			    const struct hash_algo *algo1, struct buf *out)
 {
-	struct merged m = { base, t, t1->len, base->rawsz - 20, 0,
+	struct merged m = { base, t, t1->len,
+			    (int64_t)algo1->rawsz - (int64_t)base->rawsz, 0,
 			    { out, t1->buf, 0, 0, 0, 0 } };
 	int sorted = 0, ret;
 
 	buf_reset(out);
-	if (base->rawsz < 20 || !base->sorted || base->has_gitlink)
+	if (!base->sorted || base->has_gitlink)
 		return XL_EUNSUPPORTED;
-	if ((ret = buf_add_varint(out, base->len - base->nr * m.shrink)) ||
+	if (base->len > UINT32_MAX / 2 || tlen > UINT32_MAX / 2)
+		return err_set(XL_ETOOBIG, "a tree over 2 GiB");
+	if ((ret = buf_add_varint(out, (uint64_t)((int64_t)base->len +
+						  (int64_t)base->nr * m.grow))) ||
 	    (ret = buf_add_varint(out, t1->len)) ||
 	    (ret = xlate_tree_merge(base, t, tlen, merged_step, &m, &sorted,
 				    NULL)) ||
 	    (ret = emit_end(&m.d)))
 		goto out;
-	if (t1->len != tlen - m.nt * m.shrink)
-		ret = err_set(XL_ECORRUPT, "a SHA-1 tree that is not its native "
-			      "tree's form");
+	if ((int64_t)t1->len != (int64_t)tlen + (int64_t)m.nt * m.grow)
+		ret = err_set(XL_ECORRUPT, "a translated tree that is not its "
+			      "native tree's form");
 	else if (!sorted)
 		ret = XL_EUNSUPPORTED;
 out:
@@ -699,24 +712,24 @@ out:
 	return ret;
 }
 
-int xlate_tree_delta(const struct buf *b, const struct buf *t, struct buf *out)
+int xlate_tree_delta(const struct hash_algo *algo, const struct buf *b,
+		     const struct buf *t, struct buf *out)
 {
-	return tree_delta(b, t, t, 20, 0, out);
+	return tree_delta(b, t, t, algo->rawsz, algo->rawsz, 0, out);
 }
 
-int xlate_tree_delta_sorted(const struct buf *b, const struct buf *t,
-			    struct buf *out)
+int xlate_tree_delta_sorted(const struct hash_algo *algo, const struct buf *b,
+			    const struct buf *t, struct buf *out)
 {
-	return tree_delta(b, t, t, 20, 1, out);
+	return tree_delta(b, t, t, algo->rawsz, algo->rawsz, 1, out);
 }
 
-int xlate_tree_delta_native(const struct hash_algo *algo, const struct buf *b,
+int xlate_tree_delta_native(const struct hash_algo *algo,
+			    const struct hash_algo *algo1, const struct buf *b,
 			    const struct buf *t, const struct buf *t1,
 			    struct buf *out)
 {
-	if (algo->rawsz < 20)
-		return err_set(XL_EUNSUPPORTED, "names shorter than SHA-1's");
-	return tree_delta(b, t, t1, algo->rawsz, 0, out);
+	return tree_delta(b, t, t1, algo->rawsz, algo1->rawsz, 0, out);
 }
 
 /*
@@ -740,7 +753,8 @@ static int payload_get(const struct pack1_ctx *c, struct forms *fs,
 		   !(ret = form_get(c, fs, &e->sha256, &tf))) {
 		/* the two most recently used slots are not the victim */
 		f = forms_victim(fs);
-		if ((ret = xlate_tree_delta(&bf->data, &tf->data, &f->data)))
+		if ((ret = xlate_tree_delta(c->to, &bf->data, &tf->data,
+					    &f->data)))
 			return err_wrap("delta for %s", oid_to_hex_r(hex, &e->sha256));
 		f->sha256 = e->sha256;
 		f->base = e->base;
@@ -855,24 +869,59 @@ static int entry_copy(const struct pack1_ctx *c, struct forms *fs,
 
 /* ---- laying a pack out -------------------------------------------------- */
 
-/* What the layout decides for one native entry. */
+/*
+ * What the layout decides for one native entry.  Its name in the pack
+ * is apart, in an array of the pack's names (plan_names): a million
+ * entries, so no struct oid, and 20 or 32 bytes as the pack's
+ * algorithm says.
+ */
 struct plan {
-	unsigned char sha1[20];	/* a million entries: no struct oid here */
-	uint8_t kept;		/* in the SHA-1 pack */
+	uint8_t kept;		/* in the translated pack */
 	uint8_t type;		/* the object's type (after deltas) */
-	uint64_t offset;	/* in the SHA-1 pack */
+	uint64_t offset;	/* in the translated pack */
 	uint64_t size1;
 };
 
+/*
+ * An .idx row to be: the entry's name is names[at], and `key` its
+ * first eight bytes (big-endian), which the sort compares first (the
+ * rest only when two keys are equal, for names made to share them).
+ */
 struct idx_rec {
-	unsigned char sha1[20];
+	uint64_t key;
+	uint32_t at;		/* the entry's index in the native pack */
 	uint32_t crc;
 	uint64_t offset;
 };
 
-static int cmp_idx_rec(const void *a, const void *b)
+struct idx_names {
+	const unsigned char *names;	/* rawsz bytes an entry */
+	size_t rawsz;
+};
+
+static uint64_t name_key(const unsigned char *name)
 {
-	return memcmp(a, b, 20);
+	uint64_t k = 0;
+
+	for (int i = 0; i < 8; i++)
+		k = k << 8 | name[i];
+	return k;
+}
+
+static int cmp_idx_rec(const void *a, const void *b, void *data)
+{
+	const struct idx_rec *x = a, *y = b;
+	const struct idx_names *n = data;
+
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	return memcmp(n->names + (size_t)x->at * n->rawsz,
+		      n->names + (size_t)y->at * n->rawsz, n->rawsz);
+}
+
+static unsigned key_byte(const struct idx_rec *r, unsigned at)
+{
+	return (unsigned)(r->key >> (56 - 8 * at)) & 0xff;
 }
 
 /*
@@ -887,7 +936,7 @@ static void flag_sort(struct idx_rec *r, uint32_t nr, unsigned at,
 
 	memset(bound, 0, 257 * sizeof(*bound));
 	for (uint32_t i = 0; i < nr; i++)
-		bound[r[i].sha1[at] + 1]++;
+		bound[key_byte(&r[i], at) + 1]++;
 	for (unsigned d = 0; d < 256; d++) {
 		bound[d + 1] += bound[d];
 		next[d] = bound[d];
@@ -895,14 +944,14 @@ static void flag_sort(struct idx_rec *r, uint32_t nr, unsigned at,
 	for (unsigned d = 0; d < 256; d++) {
 		while (next[d] < bound[d + 1]) {
 			struct idx_rec x = r[next[d]], t;
-			unsigned b = x.sha1[at];
+			unsigned b = key_byte(&x, at);
 
 			/* carry x round its cycle until one belongs here */
 			while (b != d) {
 				t = r[next[b]];
 				r[next[b]++] = x;
 				x = t;
-				b = x.sha1[at];
+				b = key_byte(&x, at);
 			}
 			r[next[d]++] = x;
 		}
@@ -915,7 +964,8 @@ static void flag_sort(struct idx_rec *r, uint32_t nr, unsigned at,
  * names are hashes, but anyone can make many that share two bytes).  A
  * qsort() of the whole was two thirds of building the idx.
  */
-static void sort_by_name(struct idx_rec *r, uint32_t nr)
+static void sort_by_name(struct idx_rec *r, uint32_t nr,
+			 const struct idx_names *names)
 {
 	uint32_t b0[257], b1[257];
 
@@ -929,14 +979,16 @@ static void sort_by_name(struct idx_rec *r, uint32_t nr)
 			uint32_t n = b1[d1 + 1] - b1[d1];
 
 			if (n > 32) {
-				qsort(u, n, sizeof(*u), cmp_idx_rec);
+				qsort_r(u, n, sizeof(*u), cmp_idx_rec,
+					(void *)names);
 				continue;
 			}
 			for (uint32_t i = 1; i < n; i++) {
 				struct idx_rec x = u[i];
 				uint32_t j = i;
 
-				for (; j && cmp_idx_rec(&u[j - 1], &x) > 0; j--)
+				for (; j && cmp_idx_rec(&u[j - 1], &x,
+							(void *)names) > 0; j--)
 					u[j] = u[j - 1];
 				u[j] = x;
 			}
@@ -946,19 +998,21 @@ static void sort_by_name(struct idx_rec *r, uint32_t nr)
 
 /*
  * The .idx of the pack, whole, into out: header, fan-out, names, CRC32s,
- * 32-bit offsets, 64-bit ones, the pack's trailer, and its own SHA-1.
- * `recs` is sorted by name here.
+ * 32-bit offsets, 64-bit ones, the pack's trailer, and its own checksum,
+ * all of algorithm `to`.  `recs` is sorted by name here.
  */
-static int build_idx(struct idx_rec *recs, uint32_t nr,
+static int build_idx(const struct hash_algo *to, struct idx_rec *recs,
+		     uint32_t nr, const unsigned char *names,
 		     const unsigned char *pack_sum, struct buf *out)
 {
+	const struct idx_names n = { names, to->rawsz };
 	unsigned char b[8];
 	uint32_t fan[256] = { 0 }, large = 0;
 	int ret = 0;
 
-	sort_by_name(recs, nr);
+	sort_by_name(recs, nr, &n);
 	for (uint32_t i = 0; i < nr; i++)
-		fan[recs[i].sha1[0]]++;
+		fan[key_byte(&recs[i], 0)]++;
 	for (unsigned i = 1; i < 256; i++)
 		fan[i] += fan[i - 1];
 	ret = buf_add(out, "\377tOc", 4);
@@ -969,7 +1023,8 @@ static int build_idx(struct idx_rec *recs, uint32_t nr,
 		ret = buf_add(out, b, 4);
 	}
 	for (uint32_t i = 0; i < nr && !ret; i++)
-		ret = buf_add(out, recs[i].sha1, 20);
+		ret = buf_add(out, names + (size_t)recs[i].at * to->rawsz,
+			      to->rawsz);
 	for (uint32_t i = 0; i < nr && !ret; i++) {
 		put_be32(b, recs[i].crc);
 		ret = buf_add(out, b, 4);
@@ -986,32 +1041,33 @@ static int build_idx(struct idx_rec *recs, uint32_t nr,
 		put_be32(b + 4, (uint32_t)recs[i].offset);
 		ret = buf_add(out, b, 8);
 	}
-	ret = ret ?: buf_add(out, pack_sum, 20);
+	ret = ret ?: buf_add(out, pack_sum, to->rawsz);
 	if (!ret) {
-		unsigned char sum[20];
+		unsigned char sum[OID_RAWSZ_MAX];
 
-		if (!EVP_Digest(out->buf, out->len, sum, NULL, hash_md(&hash_sha1), NULL))
-			return err_set(XL_ENOMEM, "SHA-1 of an idx failed");
-		ret = buf_add(out, sum, 20);
+		if (!EVP_Digest(out->buf, out->len, sum, NULL, hash_md(to), NULL))
+			return err_set(XL_ENOMEM, "%s of an idx failed", to->title);
+		ret = buf_add(out, sum, to->rawsz);
 	}
 	return ret;
 }
 
-/* Feeds bytes to the pack's SHA-1. */
+/* Feeds bytes to the pack's checksum. */
 static int sum_update(EVP_MD_CTX *md, const void *p, size_t len)
 {
 	return EVP_DigestUpdate(md, p, len) ? 0 :
-		err_set(XL_ENOMEM, "SHA-1 of a pack failed");
+		err_set(XL_ENOMEM, "the checksum of a pack failed");
 }
 
 /*
  * Decide what each native entry becomes: which are kept (with their
- * SHA-1 names), from the names the build holds or else the cache.
+ * translated names, into names), from the names the build holds or
+ * else the cache.
  */
 static int plan_entries(const struct pack1_ctx *c,
 			const struct odb_pack_info *info,
 			const struct odb_pack_entry *e, struct plan *plan,
-			uint32_t *kept)
+			unsigned char *names, uint32_t *kept)
 {
 	uint32_t nr = info->objects;
 	int ret;
@@ -1036,7 +1092,11 @@ static int plan_entries(const struct pack1_ctx *c,
 			continue;
 		if (ret)
 			return ret;
-		memcpy(plan[i].sha1, co.sha1.hash, 20);
+		if (co.sha1.algo != c->to)
+			return err_set(XL_ECORRUPT, "%s names an object in %s",
+				       c->to->title, co.sha1.algo->title);
+		memcpy(names + (size_t)i * c->to->rawsz, co.sha1.hash,
+		       c->to->rawsz);
 		plan[i].size1 = co.size1;
 		plan[i].type = (uint8_t)co.type;
 		plan[i].kept = 1;
@@ -1054,10 +1114,13 @@ static int plan_entries(const struct pack1_ctx *c,
  */
 #define PAYLOAD_KEEP_MAX 65536
 
-/* A delta header against entry b: OFS_DELTA if b comes first, else REF_DELTA. */
-static void delta_header(const struct plan *plan, uint32_t i, uint32_t b,
-			 uint64_t offset, uint64_t size,
-			 struct cache_pack1_entry *out)
+/*
+ * A delta header against entry b: OFS_DELTA if b comes first, else
+ * REF_DELTA (with b's name of `rawsz` bytes).
+ */
+static void delta_header(const struct plan *plan, const unsigned char *names,
+			 size_t rawsz, uint32_t i, uint32_t b, uint64_t offset,
+			 uint64_t size, struct cache_pack1_entry *out)
 {
 	if (b < i) {
 		out->hdr_len = put_type_size(out->hdr, OBJ_OFS_DELTA, size);
@@ -1065,8 +1128,8 @@ static void delta_header(const struct plan *plan, uint32_t i, uint32_t b,
 					offset - plan[b].offset);
 	} else {
 		out->hdr_len = put_type_size(out->hdr, OBJ_REF_DELTA, size);
-		memcpy(out->hdr + out->hdr_len, plan[b].sha1, 20);
-		out->hdr_len += 20;
+		memcpy(out->hdr + out->hdr_len, names + (size_t)b * rawsz, rawsz);
+		out->hdr_len += rawsz;
 	}
 }
 
@@ -1279,8 +1342,8 @@ static int window_finish(struct window *w, int stop)
 static void entry_place(const struct pack1_ctx *c,
 			const struct odb_pack_info *info,
 			const struct odb_pack_entry *e, const struct plan *plan,
-			uint32_t i, uint64_t offset, const struct made *m,
-			struct cache_pack1_entry *out)
+			const unsigned char *names, uint32_t i, uint64_t offset,
+			const struct made *m, struct cache_pack1_entry *out)
 {
 	const struct odb_pack_entry *n = &e[i];
 
@@ -1295,7 +1358,8 @@ static void entry_place(const struct pack1_ctx *c,
 		return;
 	case CARRY_NATIVE_DELTA:
 		/* the native delta, against the base's place here */
-		delta_header(plan, i, n->base, offset, n->size, out);
+		delta_header(plan, names, c->to->rawsz, i, n->base, offset,
+			     n->size, out);
 		out->src = n->data;
 		out->len = out->hdr_len + (n->end - n->data);
 		return;
@@ -1305,7 +1369,8 @@ static void entry_place(const struct pack1_ctx *c,
 	odb_pack_object(info, n->pos, &out->sha256);
 	if (m->delta) {
 		odb_pack_object(info, e[n->base].pos, &out->base);
-		delta_header(plan, i, n->base, offset, m->payload.len, out);
+		delta_header(plan, names, c->to->rawsz, i, n->base, offset,
+			     m->payload.len, out);
 	} else {
 		out->hdr_len = put_type_size(out->hdr, (enum obj_type)plan[i].type,
 					     m->payload.len);
@@ -1322,6 +1387,7 @@ static void entry_place(const struct pack1_ctx *c,
 struct layout {
 	struct odb_pack_entry *e;
 	struct plan *plan;
+	unsigned char *names;		/* the pack's, by native entry */
 	struct idx_rec *recs;
 	uint32_t *kept;
 	struct made *made;		/* the two windows' */
@@ -1335,6 +1401,7 @@ static void layout_release(struct layout *l)
 {
 	free(l->e);
 	free(l->plan);
+	free(l->names);
 	free(l->recs);
 	free(l->kept);
 	if (l->made)
@@ -1504,13 +1571,15 @@ static int window_place(const struct pack1_ctx *c, struct layout *l,
 		struct cache_pack1_entry ce;
 
 		l->plan[i].offset = *offset;
-		entry_place(c, w->info, l->e, l->plan, i, *offset, &w->made[j], &ce);
+		entry_place(c, w->info, l->e, l->plan, l->names, i, *offset,
+			    &w->made[j], &ce);
 		if ((ret = sum_entry(c, l, &ce, &w->made[j], &ce.crc)) ||
 		    (ret = sink_entry(sink, &ce)))
 			return ret;
 		stats->tree_deltas += w->made[j].delta;
 		stats->tree_deltas_walked += w->made[j].walked;
-		memcpy(l->recs[*k].sha1, l->plan[i].sha1, 20);
+		l->recs[*k].key = name_key(l->names + (size_t)i * c->to->rawsz);
+		l->recs[*k].at = i;
 		l->recs[*k].crc = ce.crc;
 		l->recs[*k].offset = *offset;
 		*offset += ce.len;
@@ -1532,7 +1601,7 @@ static int layout_pack(const struct pack1_ctx *c,
 	struct sink sink = { .c = c, .info = info, .gate = gate,
 			     .hold = layout_hold() };
 	struct window w[2] = { { .c = c, .info = info }, { .c = c, .info = info } };
-	unsigned char hdr[PACK_HDR_LEN], sum[TRAILER_LEN];
+	unsigned char hdr[PACK_HDR_LEN], sum[OID_RAWSZ_MAX];
 	uint32_t nr = info->objects, kept, k = 0, taken = 0;
 	uint64_t offset = PACK_HDR_LEN;
 	int threads = opts->threads > 0 ? opts->threads :
@@ -1545,13 +1614,14 @@ static int layout_pack(const struct pack1_ctx *c,
 	if ((ret = odb_pack_entries(info, &l.e)))
 		goto out;
 	if (!(l.plan = calloc(nr ? nr : 1, sizeof(*l.plan))) ||
+	    !(l.names = malloc((nr ? nr : 1) * c->to->rawsz)) ||
 	    !(l.made = calloc(2 * WINDOW_ENTRIES, sizeof(*l.made))) ||
 	    !(l.chunk = malloc(LAYOUT_CHUNK)) || !(l.md = EVP_MD_CTX_new()) ||
-	    !EVP_DigestInit_ex(l.md, hash_md(&hash_sha1), NULL)) {
+	    !EVP_DigestInit_ex(l.md, hash_md(c->to), NULL)) {
 		ret = err_set(XL_ENOMEM, "out of memory");
 		goto out;
 	}
-	if ((ret = plan_entries(c, info, l.e, l.plan, &kept)))
+	if ((ret = plan_entries(c, info, l.e, l.plan, l.names, &kept)))
 		goto out;
 	if (!(l.recs = malloc((kept ? kept : 1) * sizeof(*l.recs))) ||
 	    !(l.kept = malloc((kept ? kept : 1) * sizeof(*l.kept)))) {
@@ -1593,10 +1663,10 @@ static int layout_pack(const struct pack1_ctx *c,
 		cur = !cur;
 	}
 	if (!EVP_DigestFinal_ex(l.md, sum, NULL)) {
-		ret = err_set(XL_ENOMEM, "SHA-1 of a pack failed");
+		ret = err_set(XL_ENOMEM, "the checksum of a pack failed");
 		goto fail;
 	}
-	if ((ret = build_idx(l.recs, kept, sum, &l.idx)) ||
+	if ((ret = build_idx(c->to, l.recs, kept, l.names, sum, &l.idx)) ||
 	    (!sink.open && (ret = sink_open(&sink))) ||
 	    (ret = cache_pack1_runs_put(c->cache, sink.p.id, &sink.runs, 1)))
 		goto fail;
@@ -1609,9 +1679,9 @@ static int layout_pack(const struct pack1_ctx *c,
 					       l.idx.buf + at, n)))
 			goto fail;
 	}
-	memcpy(sink.p.checksum, sum, sizeof(sum));
+	memcpy(sink.p.checksum, sum, c->to->rawsz);
 	sink.p.objects = kept;
-	sink.p.pack_size = offset + TRAILER_LEN;
+	sink.p.pack_size = offset + c->to->rawsz;
 	sink.p.idx_size = l.idx.len;
 	if ((ret = cache_pack1_finish(c->cache, &sink.p)) ||
 	    (ret = cache_commit(c->cache)))
@@ -1625,7 +1695,8 @@ fail:
 	if (sink.open)
 		cache_rollback(c->cache);
 	if (ret < 0)
-		err_wrap("laying out the SHA-1 pack of pack-%s", info->checksum);
+		err_wrap("laying out the %s pack of pack-%s", c->to->title,
+			 info->checksum);
 out_lock:
 	pthread_mutex_destroy(&w[0].lock);
 	pthread_mutex_destroy(&w[1].lock);
@@ -1680,7 +1751,8 @@ int xlate_pack1_update(struct repo *repo, struct cache *cache,
 		       struct xlate_pack1_stats *stats)
 {
 	struct pack1_ctx c = {
-		.repo = repo, .cache = cache, .names = opts->names,
+		.repo = repo, .to = cache_other(cache), .cache = cache,
+		.names = opts->names,
 		.memo = opts->memo, .unknown_headers = opts->unknown_headers,
 	};
 	const struct xlate_pack1_gate *gate = opts->gate;
@@ -1764,6 +1836,7 @@ int xlate_pack1_reader_new(struct xlate_pack1_reader **out, struct repo *repo,
 		return err_set(XL_ENOMEM, "out of memory");
 	buf_init(&r->payloads);
 	r->c.repo = repo;
+	r->c.to = hash_algo_other(repo_algo(repo));
 	r->c.check = 1;
 	r->c.native = odb_pack_map(&info, &r->c.native_len);
 	r->pack = *pack;
@@ -1786,11 +1859,14 @@ int xlate_pack1_read(struct xlate_pack1_reader *r, struct cache *cache,
 {
 	const struct cache_pack1 *p = &r->pack;
 	unsigned char *d = dst;
-	uint64_t end, data_end = p->pack_size - TRAILER_LEN;
+	uint64_t end, data_end = p->pack_size - r->c.to->rawsz;
 	struct cache_pack1_entry *e = NULL;
 	size_t nr = 0;
 	int ret = 0;
 
+	if (p->pack_size < PACK_HDR_LEN + r->c.to->rawsz)
+		return err_set(XL_ECORRUPT, "pack %s: %llu bytes", p->native,
+			       (unsigned long long)p->pack_size);
 	if (off > p->pack_size || len > p->pack_size - off)
 		return err_set(XL_EINVALID, "read past the end of a pack");
 	end = off + len;

@@ -97,25 +97,28 @@ struct xmap_entry *xmap_add(struct xmap *m, const struct oid *oid);
 void xmap_set_bad(struct xmap_entry *e, const char *reason);
 
 /*
- * A delta that makes the SHA-1 form of tree `t` from that of tree `b`
- * (pack1.c): a function of the two forms alone, so that the build's walk
- * and every later read make the same bytes.
+ * A delta that makes the translated form of tree `t` from that of tree
+ * `b`, both with names of `algo` (pack1.c): a function of the two forms
+ * alone, so that the build's walk and every later read make the same
+ * bytes.
  */
-int xlate_tree_delta(const struct buf *b, const struct buf *t, struct buf *out);
+int xlate_tree_delta(const struct hash_algo *algo, const struct buf *b,
+		     const struct buf *t, struct buf *out);
 /*
  * The same bytes, with the matches found by a sort instead of a hash
  * table: what xlate_tree_delta() falls back to when names were made to
  * collide in its table.  For the tests, which need both ways to agree.
  */
-int xlate_tree_delta_sorted(const struct buf *b, const struct buf *t,
-			    struct buf *out);
+int xlate_tree_delta_sorted(const struct hash_algo *algo, const struct buf *b,
+			    const struct buf *t, struct buf *out);
 /*
  * The same delta worked out from the native forms b and t (names of
- * algo->rawsz bytes) and t1, t's SHA-1 form: byte for byte what
- * xlate_tree_delta() makes of the two SHA-1 forms, for trees that hold
- * no gitlink (see pack1.c).
+ * `algo`) and t1, t's translated form (names of `algo1`): byte for byte
+ * what xlate_tree_delta() makes of the two translated forms, for trees
+ * that hold no gitlink (see pack1.c).
  */
-int xlate_tree_delta_native(const struct hash_algo *algo, const struct buf *b,
+int xlate_tree_delta_native(const struct hash_algo *algo,
+			    const struct hash_algo *algo1, const struct buf *b,
 			    const struct buf *t, const struct buf *t1,
 			    struct buf *out);
 
@@ -134,8 +137,9 @@ int xlate_tree_entry(const char *p, const char *end, size_t rawsz,
  * comparing bytes, and only the entries between them are parsed.
  *
  * The reference's entries by where they start (its native form, names
- * of rawsz bytes): entry k is [at[k], at[k + 1]) of buf, and at[k] -
- * k * (rawsz - 20) of its SHA-1 form.  buf is not owned.
+ * of rawsz bytes): entry k is [at[k], at[k + 1]) of buf, and starts at
+ * at[k] + k * (rawsz1 - rawsz) of its translated form (names of rawsz1
+ * bytes).  buf is not owned.
  */
 struct xlate_tree_ix {
 	const char *buf;
@@ -186,9 +190,9 @@ int xlate_tree_merge(const struct xlate_tree_ix *ref, const char *t,
 		     struct xlate_tree_ix *t_ix);
 
 /*
- * The SHA-1 form of tree t (native form, tlen bytes) into out (reset
- * first), converted as xlate_object() converts it, where ref indexes a
- * tree whose SHA-1 form is ref1: what the two share is copied from ref1
+ * The translated form (o->to) of tree t (native form, tlen bytes) into
+ * out (reset first), converted as xlate_object() converts it, where ref
+ * indexes a tree whose translated form is ref1: what the two share is copied from ref1
  * (convert.c); t_ix (if not NULL) gets t's index (xlate_tree_merge()).
  * Returns what xlate_object() would, except that XL_ECORRUPT comes
  * without upstream's message: convert with xlate_object() then.
@@ -204,7 +208,8 @@ int xlate_tree_against(const struct xlate_opts *o, const char *t, size_t tlen,
  * cannot.
  */
 int xlate_tree_delta_merged(const struct xlate_tree_ix *base, const char *t,
-			    size_t tlen, const struct buf *t1, struct buf *out);
+			    size_t tlen, const struct buf *t1,
+			    const struct hash_algo *algo1, struct buf *out);
 
 /* Keep what a build found missing in the cache (missing.c). */
 struct cache;

@@ -80,8 +80,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fuzz_check(!add_entry(into1, 20, data[i], data[i + 1], data[i + 2]));
 		i += 3;
 	}
-	r1 = xlate_tree_delta(&b1, &t1, &d1);
-	rn = xlate_tree_delta_native(&hash_sha256, &b256, &t256, &t1, &dn);
+	r1 = xlate_tree_delta(&hash_sha1, &b1, &t1, &d1);
+	rn = xlate_tree_delta_native(&hash_sha256, &hash_sha1, &b256, &t256, &t1, &dn);
 	fuzz_check(!r1 && !rn);
 	fuzz_check(d1.len == dn.len && !memcmp(d1.buf, dn.buf, d1.len));
 	fuzz_check(!delta_apply((const unsigned char *)b1.buf, b1.len,
@@ -93,7 +93,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	xlate_tree_ix_init(&mix);
 	fuzz_check(!xlate_tree_ix_build(&bix, &hash_sha256, b256.buf, b256.len));
 	fuzz_check(!xlate_tree_ix_build(&tix, &hash_sha256, t256.buf, t256.len));
-	rm = xlate_tree_delta_merged(&bix, t256.buf, t256.len, &t1, &dm);
+	rm = xlate_tree_delta_merged(&bix, t256.buf, t256.len, &t1, &hash_sha1, &dm);
 	fuzz_check(!rm || rm == XL_EUNSUPPORTED);
 	if (bix.sorted && tix.sorted)
 		fuzz_check(!rm);

@@ -115,12 +115,12 @@ static int check_pair(const struct buf *r256, const struct buf *r1,
 				  r1->len, &against, NULL));
 	CHECK_INT(against.len, t1->len);
 	CHECK_MEM(against.buf, t1->buf, t1->len);
-	CHECK(!xlate_tree_delta(r1, t1, &d1));
+	CHECK(!xlate_tree_delta(&hash_sha1, r1, t1, &d1));
 	/* the fallback for names made to collide finds the same matches */
-	CHECK(!xlate_tree_delta_sorted(r1, t1, &ds));
+	CHECK(!xlate_tree_delta_sorted(&hash_sha1, r1, t1, &ds));
 	CHECK_INT(ds.len, d1.len);
 	CHECK_MEM(ds.buf, d1.buf, d1.len);
-	merged = !xlate_tree_delta_merged(&ix, t256->buf, t256->len, t1, &dm);
+	merged = !xlate_tree_delta_merged(&ix, t256->buf, t256->len, t1, &hash_sha1, &dm);
 	if (merged) {
 		CHECK_INT(dm.len, d1.len);
 		CHECK_MEM(dm.buf, d1.buf, d1.len);
@@ -343,8 +343,8 @@ TEST(shared_objects_stay_linear)
 	buf_reset(&a1);
 	for (unsigned k = 0; k < n; k++)
 		add(&a256, &a1, "100644", "same", 1);
-	CHECK(!xlate_tree_delta(&a1, &a1, &d));
-	CHECK(!xlate_tree_delta_sorted(&a1, &a1, &ds));
+	CHECK(!xlate_tree_delta(&hash_sha1, &a1, &a1, &d));
+	CHECK(!xlate_tree_delta_sorted(&hash_sha1, &a1, &a1, &ds));
 	CHECK_INT(ds.len, d.len);
 	CHECK_MEM(ds.buf, d.buf, d.len);
 	CHECK(!delta_apply((const unsigned char *)a1.buf, a1.len,
