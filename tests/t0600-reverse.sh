@@ -130,13 +130,75 @@ done
 
 require_fuse
 
+# check_packs256 NAME MNT REPO: sha256/objects/pack holds a SHA-256 pack
+# per native pack (DESIGN.md §6, the other way round), which git takes
+# as its own: verify-pack, index-pack (outside any repository) making
+# the served .idx byte for byte, objects/info/packs; the packs hold the
+# SHA-256 name of every packed object, and the loose view the rest.
+check_packs256() {
+	v=$1 m=$2 repo=$3
+	n256=$(ls "$m/sha256/objects/pack" | grep -c '\.pack$' || true)
+	n1=$(ls "$repo/objects/pack" | grep -c '\.pack$' || true)
+	expect "$v: one SHA-256 pack per native pack ($n1)" test "$n256" = "$n1"
+	ok_all=1
+	for idx in "$m"/sha256/objects/pack/*.idx; do
+		[ -e "$idx" ] || continue
+		p=${idx%.idx}.pack
+		if ! git --git-dir="$m/sha256" verify-pack "$idx" >"$TRASH/.vp" 2>&1; then
+			ok_all=0
+			sed 's/^/# /' "$TRASH/.vp" | head -5
+			continue
+		fi
+		rm -rf "$TRASH/ip"
+		mkdir "$TRASH/ip"
+		cp "$p" "$TRASH/ip/x.pack"
+		if ! (cd "$TRASH/ip" && git index-pack --object-format=sha256 \
+			-o x.idx x.pack >/dev/null 2>&1) || ! cmp -s "$TRASH/ip/x.idx" "$idx"; then
+			ok_all=0
+			echo "# index-pack does not rebuild $idx"
+		fi
+		grep -qx "P $(basename "$p")" "$m/sha256/objects/info/packs" || {
+			ok_all=0
+			echo "# info/packs does not list $(basename "$p")"
+		}
+	done
+	expect "$v: verify-pack passes, index-pack rebuilds the .idx, info/packs lists them" \
+		test $ok_all = 1
+	for idx in "$repo"/objects/pack/*.idx; do
+		[ -e "$idx" ] && git show-index <"$idx" | awk '{ print $2 }'
+	done | sort -u >"$TRASH/packed1"
+	if [ -s "$TRASH/packed1" ]; then
+		"$XL" -C "$repo" map $(cat "$TRASH/packed1") </dev/null | sort
+	fi >"$TRASH/want"
+	for idx in "$m"/sha256/objects/pack/*.idx; do
+		[ -e "$idx" ] && git show-index --object-format=sha256 <"$idx" | awk '{ print $2 }'
+	done | sort -u >"$TRASH/got"
+	same_file "$v: the SHA-256 packs hold every packed object, by its SHA-256 name" \
+		"$TRASH/want" "$TRASH/got"
+	(cd "$repo/objects" && find . -path './??/*' | sed 's|^\./||; s|/||' | sort) >"$TRASH/loose1"
+	if [ -s "$TRASH/loose1" ]; then
+		"$XL" -C "$repo" map $(cat "$TRASH/loose1") </dev/null | sort
+	fi >"$TRASH/want"
+	(cd "$m/sha256/objects" && find . -path './??/*' | sed 's|^\./||; s|/||' | sort) >"$TRASH/got"
+	same_file "$v: sha256/objects lists the loose objects, by their SHA-256 names" \
+		"$TRASH/want" "$TRASH/got"
+}
+
 T256=$TW/sha256.git
-for v in sha1-packed sha1-loose sha1-mixed; do
+for v in sha1-packed sha1-loose sha1-mixed sha1-idx1 sha1-largeofs; do
 	R=$TW/$v.git
 	M=$TRASH/m-$v
 	if ! xl_mount "$R" "$M"; then
 		not_ok "$v: mounts the other way round"
 		continue
+	fi
+	check_packs256 "$v" "$M" "$R"
+	if [ $v = sha1-packed ] && command -v strace >/dev/null 2>&1; then
+		strace -f -e trace=openat -o "$TRASH/strace" \
+			git --git-dir="$M/sha256" log >/dev/null 2>&1
+		expect "$v: git log on sha256/ opens the pack, and no loose object file" \
+			sh -c "grep -q 'objects/pack/pack-.*\.pack' '$TRASH/strace' &&
+			       ! grep -q 'objects/[0-9a-f][0-9a-f]/[0-9a-f]' '$TRASH/strace'"
 	fi
 	expect "$v: status says which way" grep -qx 'direction: sha1 to sha256' "$M/status"
 	expect "$v: README too" grep -q 'as the SHA-256 repository it will become' "$M/README"
@@ -177,6 +239,39 @@ for v in sha1-packed sha1-loose sha1-mixed; do
 		<(git --git-dir="$R" cat-file commit "$h1")
 	xl_umount "$M"
 done
+
+# A pack as a fetch leaves it: thin, completed by index-pack --fix-thin
+# with the bases it lacked appended, so that deltas come before their
+# bases.  The SHA-256 pack says those as REF_DELTA against 32-byte names.
+cp -r "$TW/sha1-packed.git" "$TRASH/thin.git"
+printf 'HEAD\n^HEAD~4\n' |
+	git --git-dir="$TW/sha1-packed.git" pack-objects --thin --stdout --revs -q |
+	(cd "$TRASH/thin.git" && git index-pack --fix-thin --stdin >/dev/null)
+# deltas_before_base PACK.idx [GIT_DIR]: how many deltas precede their base
+deltas_before_base() {
+	git ${2:+--git-dir="$2"} verify-pack -v "$1" | awk '
+		NF == 7 { off[$1] = $5; n++; d[n] = $1; base[n] = $7 }
+		NF == 5 && $2 != "chain" { off[$1] = $5 }
+		END { c = 0; for (i = 1; i <= n; i++) if (off[base[i]] > off[d[i]]) c++; print c }'
+}
+M=$TRASH/m-thin
+if xl_mount "$TRASH/thin.git" "$M"; then
+	check_packs256 thin "$M" "$TRASH/thin.git"
+	n1=0 n256=0
+	for idx in "$TRASH"/thin.git/objects/pack/*.idx; do
+		n1=$((n1 + $(deltas_before_base "$idx")))
+	done
+	for idx in "$M"/sha256/objects/pack/*.idx; do
+		n256=$((n256 + $(deltas_before_base "$idx" "$M/sha256")))
+	done
+	expect "thin: the SHA-256 pack keeps the deltas made before their base ($n1 > 0)" \
+		test "$n1" -gt 0 -a "$n256" = "$n1"
+	expect "thin: fsck --full on sha256/" \
+		git --git-dir="$M/sha256" fsck --full --no-dangling
+	xl_umount "$M"
+else
+	not_ok "thin: mount a repository with a fixed thin pack"
+fi
 
 # Live: a commit made in the SHA-1 repository under the mount shows in
 # sha256/ within seconds, under the name the SHA-256 twin gives the same

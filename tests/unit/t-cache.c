@@ -2083,6 +2083,68 @@ out:
 	scratch_end();
 }
 
+/*
+ * A SHA-1 store's packs are SHA-256 packs: 32-byte trailers, and entries
+ * that name native objects in 20 bytes.
+ */
+TEST(pack1_layouts_sha1_store)
+{
+	struct cache_pack1 p = { 0 }, *list = NULL;
+	struct cache_pack1_entry e[2], *got = NULL;
+	struct buf payloads = BUF_INIT;
+	size_t nr = 0;
+	struct cache *c;
+
+	scratch_begin();
+	c = open_ok(&hash_sha1, NULL);
+	if (!c)
+		goto out;
+	memset(e, 0, sizeof(e));
+	for (int i = 0; i < 2; i++) {
+		e[i].offset = 12 + 100 * (uint64_t)i;
+		e[i].len = 100;
+		e[i].hdr_len = 1 + 32;		/* a REF_DELTA's: a SHA-256 base */
+		memset(e[i].hdr, 0x70 + i, e[i].hdr_len);
+		e[i].crc = 0xfeed0000u + (uint32_t)i;
+	}
+	memset(e[1].sha256.hash, 0x11, 20);
+	e[1].sha256.algo = &hash_sha1;
+	memset(e[1].base.hash, 0x22, 20);
+	e[1].base.algo = &hash_sha1;
+	snprintf(p.native, sizeof(p.native), "%040d", 7);
+	CHECK_INT(cache_begin(c), 0);
+	CHECK_INT(cache_pack1_add(c, &p), 0);
+	for (int i = 0; i < 2; i++)
+		CHECK_INT(cache_pack1_put_entry(c, p.id, &e[i]), 0);
+	memset(p.checksum, 0x5a, sizeof(p.checksum));
+	p.objects = 2;
+	p.pack_size = 212 + 32;
+	CHECK_INT(cache_pack1_finish(c, &p), 0);
+	CHECK_INT(cache_commit(c), 0);
+	CHECK_INT(sql_int(db_path, "SELECT length(checksum) FROM packs1"), 32);
+
+	CHECK_INT(cache_pack1_list(c, &list, &nr), 0);
+	CHECK_INT(nr, 1);
+	CHECK(nr == 1 && !memcmp(list[0].checksum, p.checksum, 32));
+	free(list);
+	CHECK_INT(cache_pack1_entries(c, p.id, 0, 300, &got, &nr, &payloads), 0);
+	CHECK_INT(nr, 2);
+	if (nr == 2) {
+		CHECK_INT(got[0].hdr_len, 33);
+		CHECK(!memcmp(got[0].hdr, e[0].hdr, 33) && !got[0].sha256.algo);
+		CHECK(got[1].sha256.algo == &hash_sha1 &&
+		      !oid_cmp(&got[1].sha256, &e[1].sha256));
+		CHECK(got[1].base.algo == &hash_sha1 &&
+		      !oid_cmp(&got[1].base, &e[1].base));
+		CHECK_INT(got[1].crc, 0xfeed0001u);
+	}
+	free(got);
+	cache_close(c);
+out:
+	buf_release(&payloads);
+	scratch_end();
+}
+
 /* The synthesized packs' store: a layout in, read back by range, dropped. */
 TEST(pack1_layouts)
 {
@@ -2233,6 +2295,45 @@ static void check_migrated(int from, const char *drop)
 	"offset INTEGER NOT NULL, len INTEGER NOT NULL, src INTEGER NOT NULL, " \
 	"hdr BLOB NOT NULL, sha256 BLOB, base BLOB, data BLOB, " \
 	"crc INTEGER NOT NULL, PRIMARY KEY (pack, offset)) WITHOUT ROWID;"
+
+/*
+ * Version 8's packs1 took 20-byte trailers only; 9 makes the table again
+ * with its rows, so that a SHA-1 store's SHA-256 packs fit.
+ */
+#define V8_PACKS1 \
+	"PRAGMA writable_schema = 1; UPDATE sqlite_schema SET sql = " \
+	"replace(sql, 'length(checksum) IN (20, 32)', 'length(checksum) = 20') " \
+	"WHERE name = 'packs1'; PRAGMA writable_schema = 0;"
+
+TEST(migrate_from_version_8)
+{
+	struct cache_pack1 *list = NULL;
+	size_t nr = 0;
+	struct cache *c;
+
+	check_migrated(8, V8_PACKS1);
+
+	scratch_begin();
+	make_cache_folded(&hash_sha256, 50);
+	sql(db_path, V8_PACKS1 "INSERT INTO packs1(native, checksum, objects, "
+	    "pack_size, idx_size) VALUES ('ab', zeroblob(20), 1, 40, 1100);"
+	    "PRAGMA user_version = 8;");
+	CHECK_INT(sql_int(db_path, "SELECT count(*) FROM sqlite_schema WHERE "
+			  "name = 'packs1' AND sql LIKE '%length(checksum) = 20%'"), 1);
+	c = open_ok(&hash_sha256, NULL);
+	if (c) {
+		CHECK_INT(sql_int(db_path, "PRAGMA user_version"),
+			  CACHE_SCHEMA_VERSION);
+		CHECK_INT(sql_int(db_path, "SELECT count(*) FROM sqlite_schema WHERE "
+				  "name = 'packs1' AND sql LIKE '%IN (20, 32)%'"), 1);
+		CHECK_INT(cache_pack1_list(c, &list, &nr), 0);
+		CHECK_INT(nr, 1);
+		CHECK(nr == 1 && list[0].objects == 1 && list[0].idx_size == 1100);
+		free(list);
+		cache_close(c);
+	}
+	scratch_end();
+}
 
 /* Version 7 gains the table of recent rows. */
 TEST(migrate_from_version_7)
@@ -2864,11 +2965,13 @@ const struct test tests[] = {
 	T(corrupt_truncated),
 	T(corrupt_found_by_check),
 	T(counts_follow_rows),
+	T(migrate_from_version_8),
 	T(migrate_from_version_7),
 	T(migrate_from_version_6),
 	T(corrupt_foreign_application),
 	T(corrupt_future_version),
 	T(pack1_layouts),
+	T(pack1_layouts_sha1_store),
 	T(checkpoints_deferred_and_aside),
 	T(pack1_runs_held),
 	T(pack1_runs),
