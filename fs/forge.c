@@ -1,14 +1,16 @@
 /*
- * forge.c: a forge mount, every SHA-256 repository under one directory.
+ * forge.c: a forge mount, every repository under one directory.
  *
  *   xlatefs --root DIR MNT
  *
- * MNT mirrors DIR's directories; each SHA-256 repository found there
- * (bare, or a work tree with its .git) is MNT/<its path under DIR>/
- * with a single mount's layout: README, status, sha1/, sha256/,
- * objects-sha1/, objects-sha256/.  Repositories added later appear at
- * the next lookup or listing; SHA-1 repositories, names beginning with
- * '.', symbolic links and files are not shown.  MNT/.status says how
+ * MNT mirrors DIR's directories; each repository found there (bare, or
+ * a work tree with its .git) is MNT/<its path under DIR>/ with a single
+ * mount's layout: README, status, sha1/, sha256/, objects-sha1/,
+ * objects-sha256/.  A SHA-256 repository shows its SHA-1 self in sha1/,
+ * and a SHA-1 one, mounted the other way round, its SHA-256 self in
+ * sha256/, as a single mount of each would.  Repositories added later
+ * appear at the next lookup or listing; names beginning with '.',
+ * symbolic links and files are not shown.  MNT/.status says how
  * many repositories the forge has seen and which are awake.
  *
  * Each repository is a context of its own (context.c), made when it is
@@ -707,7 +709,7 @@ static enum kind classify(struct forge *f, const char *rel, const char *name,
 	}
 	ret = repo_probe(path, &algo);
 	if (!ret)
-		k = algo == &hash_sha256 ? K_REPO : K_NONE;
+		k = K_REPO;	/* either way round, as a single mount */
 	else if (ret == XL_ENOTFOUND)
 		k = K_DIR;
 	err_clear();

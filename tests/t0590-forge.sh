@@ -5,7 +5,8 @@
 # team directories, some work trees, a SHA-1 repository and a plain
 # directory beside them), each with a SHA-1 twin made from the same
 # fast-import stream.  Mounted with -o max_open=8:
-#   - listings show every SHA-256 repository, and open none of them;
+#   - listings show every repository, and open none of them; the SHA-1
+#     one is its SHA-256 self, mounted the other way round;
 #   - 50 repositories picked at random, read in parallel by stock git,
 #     are their twins, and the daemon stays within its bound once idle;
 #   - a repository put to sleep wakes with what it gained meanwhile,
@@ -77,7 +78,10 @@ make_all() {
 		git --git-dir="$gd" repack -adq && git --git-dir="$T/$i.git" repack -adq ||
 			return 1
 	done
-	git init -q "$D/team-0/old-sha1"	# SHA-1: not shown
+	# SHA-1: shown the other way round, as the SHA-256 repository 1 is
+	git init -q "$D/team-0/old-sha1" &&
+	stream 1 | git --git-dir="$D/team-0/old-sha1/.git" fast-import --quiet ||
+		return 1
 	mkdir -p "$D/plain/empty" "$D/.hidden.git"
 	git init -q --bare --object-format=sha256 "$D/.hidden.git/x.git"
 }
@@ -105,8 +109,9 @@ listed() {
 		ls "$M/team-$t" | sed "s|^|team-$t/|"
 	done | sort
 }
-expect "every SHA-256 repository is listed, the SHA-1 one is not" \
-	test "$(listed)" = "$(for i in $(seq $N); do repo_rel $i; done | sort)"
+expect "every repository is listed, the SHA-1 one too" \
+	test "$(listed)" = "$( (for i in $(seq $N); do repo_rel $i; done
+				echo team-0/old-sha1) | sort)"
 expect "ls -l of every team wakes no repository" \
 	ls -l "$M"/team-* "$M/plain"
 expect "after the listings: none awake, none woken" \
@@ -116,8 +121,12 @@ expect "no cache was made by listing" \
 expect "a repository's directory has the single mount's layout" \
 	test "$(ls "$M/$(repo_rel 1)" | tr '\n' ' ')" = \
 	"README objects-sha1 objects-sha256 sha1 sha256 status "
-expect_fail "a SHA-1 repository is not there" ls "$M/team-0/old-sha1"
 expect_fail "nor a directory beginning with a dot" ls "$M/.hidden.git"
+expect "the SHA-1 repository says it goes the other way round" \
+	grep -qx 'direction: sha1 to sha256' "$M/team-0/old-sha1/status"
+expect "... and its sha256/ is the SHA-256 repository of the same history" \
+	test "$(git --git-dir="$M/team-0/old-sha1/sha256" rev-parse refs/heads/main)" = \
+	"$(git --git-dir="$D/$(repo_rel 1)" rev-parse refs/heads/main)"
 
 # ---- 50 at random, in parallel ------------------------------------------------
 # check I: repository I's sha1/ is its twin: refs, every object, fsck

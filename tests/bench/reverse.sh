@@ -18,12 +18,15 @@
 #     the other way round, against the same on the bench repository:
 #     warm, and cold (each side's first run after the page cache is
 #     dropped, on a fresh mount; XL_BENCH_COLD_RUNS of them, default 3);
-#   - `git rev-list --all --objects`, warm (XL_BENCH_MOUNT_RUNS runs).
-# Outputs are compared once, untimed; a difference fails the benchmark.
-# sha256/objects/pack is empty the other way round (synthesized packs
-# are SHA-1 packs only so far), so every object is a loose file behind
-# FUSE: these are the figures the SHA-1 view had before its packs.
-# Prints the daemon's peak RSS.  Exits 0 whatever the figures.
+#   - `git rev-list --all --objects`, warm (XL_BENCH_MOUNT_RUNS runs);
+#   - `git clone --mirror --no-hardlinks` of MNT/sha256 against the same
+#     of the bench repository (a local clone that copies the files, as
+#     it must from a mount; XL_BENCH_MOUNT_RUNS runs).
+# Outputs are compared once, untimed (the clones by their refs and every
+# object); a difference fails the benchmark.  MNT/sha256/objects/pack
+# holds the SHA-256 packs made from the twin's (DESIGN.md §6, the other
+# way round), which the build lays out.  Prints the daemon's peak RSS.
+# Exits 0 whatever the figures.
 
 set -eu -o pipefail
 
@@ -108,8 +111,8 @@ fresh_mount() {
 
 # same GIT-ARGS...: the same output from both sides.  git sizes the
 # names it abbreviates (core.abbrev=auto) by the objects it finds in
-# packs, and MNT/sha256 has none: a difference in abbreviations alone is
-# said, and compared again with --no-abbrev.
+# packs, which a mount may count otherwise: a difference in
+# abbreviations alone is said, and compared again with --no-abbrev.
 same() {
 	a=$(git --git-dir="$repo" "$@" | sha256sum)
 	b=$(git --git-dir="$mnt/sha256" "$@" | sha256sum)
@@ -122,7 +125,7 @@ same() {
 	if [ "$a" = "$b" ]; then
 		echo "  git $*: the same on both sides but for the length of abbreviated names" \
 			"($(git --git-dir="$repo" rev-parse --short HEAD | tr -d '\n' | wc -c) digits on the repository," \
-			"$(git --git-dir="$mnt/sha256" rev-parse --short HEAD | tr -d '\n' | wc -c) on MNT/sha256, which has no packs);" \
+			"$(git --git-dir="$mnt/sha256" rev-parse --short HEAD | tr -d '\n' | wc -c) on MNT/sha256);" \
 			"with --no-abbrev the same (sha256 ${a%% *})"
 	else
 		echo "  OUTPUTS DIFFER: git $*: ${a%% *} on the repository, ${b%% *} on MNT/sha256"
@@ -156,6 +159,32 @@ for _ in $(seq "$mruns"); do
 	timeit "$tmp/rl.x" git --git-dir="$mnt/sha256" rev-list --all --objects
 	timeit "$tmp/rl.g" git --git-dir="$repo" rev-list --all --objects
 done
+# the clones, compared once by their refs and every object
+clone_of() {
+	rm -rf "$2"
+	git clone -q --mirror --no-hardlinks "$1" "$2"
+}
+: >"$tmp/cl.x"
+: >"$tmp/cl.g"
+for i in $(seq "$mruns"); do
+	timeit "$tmp/cl.x" clone_of "$mnt/sha256" "$tmp/clone-mnt.git"
+	timeit "$tmp/cl.g" clone_of "$repo" "$tmp/clone-repo.git"
+	if [ "$i" = 1 ]; then
+		for c in mnt repo; do
+			git --git-dir="$tmp/clone-$c.git" for-each-ref >"$tmp/refs.$c"
+			git --git-dir="$tmp/clone-$c.git" cat-file --batch-all-objects \
+				--batch-check >"$tmp/objs.$c"
+		done
+		if cmp -s "$tmp/refs.mnt" "$tmp/refs.repo" && cmp -s "$tmp/objs.mnt" "$tmp/objs.repo"; then
+			echo "  clones compared once: the same $(wc -l <"$tmp/refs.mnt" | tr -d ' ') refs" \
+				"and $(wc -l <"$tmp/objs.mnt" | tr -d ' ') objects"
+		else
+			echo "  CLONES DIFFER: the clone of MNT/sha256 has other refs or objects"
+			status=1
+		fi
+	fi
+	rm -rf "$tmp/clone-mnt.git" "$tmp/clone-repo.git"
+done
 unmount
 if can_drop; then
 	row "git log, cold (MNT/sha256)" "$tmp/log.cold.x" "$tmp/log.cold.g" "the SHA-256 repository"
@@ -165,5 +194,6 @@ else
 fi
 row "git log, warm" "$tmp/log.x" "$tmp/log.g" "the SHA-256 repository"
 row "git rev-list --all --objects, warm" "$tmp/rl.x" "$tmp/rl.g" "the SHA-256 repository"
+row "clone --mirror --no-hardlinks" "$tmp/cl.x" "$tmp/cl.g" "the SHA-256 repository"
 echo "  daemon peak RSS: $(sort -n "$tmp/rss" | tail -1) MiB"
 exit $status
