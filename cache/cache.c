@@ -2140,7 +2140,7 @@ int cache_pack1_runs_add(struct cache_pack1_runs *r,
 		return err_set(XL_EINVALID, "a bad pack entry at %llu",
 			       (unsigned long long)e->offset);
 	if (e->offset >= RUN_OFFSET_MAX || e->len >= RUN_OFFSET_MAX - e->offset)
-		return err_set(XL_ETOOBIG, "a SHA-1 pack over 1 TiB");
+		return err_set(XL_ETOOBIG, "a synthesized pack over 1 TiB");
 	/* an entry that does not start where the last ended starts a run */
 	if (r->entries && r->next != e->offset && (ret = runs_close(r)))
 		return ret;
@@ -2237,7 +2237,9 @@ int cache_pack1_put_entry(struct cache *cache, int64_t pack,
 {
 	int ret;
 
-	if (pack < 0 || pack >= RUN_PACK_MAX)
+	/* the runs say native names in the store's own length */
+	if (pack < 0 || pack >= RUN_PACK_MAX ||
+	    (e->sha256.algo && e->sha256.algo != cache->algo))
 		return err_set(XL_EINVALID, "cache %s: a bad pack entry",
 			       cache->path);
 	if ((ret = lock(cache)))

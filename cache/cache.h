@@ -462,8 +462,9 @@ int cache_pack1_finish(struct cache *cache, const struct cache_pack1 *p);
  * pack order and kept in runs, a row of the file a run (the rows are
  * written as runs fill up, by cache_pack1_finish() and by
  * cache_commit()); an entry that does not start where the last ended
- * starts a new run.  A pack may reach 1 TiB.  0, XL_EINVALID (a bad
- * entry), XL_ETOOBIG, XL_EIO.
+ * starts a new run.  Its objects are named in the store's own
+ * algorithm.  A pack may reach 1 TiB.  0, XL_EINVALID (a bad entry),
+ * XL_ETOOBIG, XL_EIO.
  */
 int cache_pack1_put_entry(struct cache *cache, int64_t pack,
 			  const struct cache_pack1_entry *e);

@@ -76,7 +76,7 @@
  *					each starts where the last ended):
  *     len varint		its bytes
  *     src varint		native pack offset of what follows hdr
- *     hdr_len byte, hdr	the bytes that start the entry (1 to 32)
+ *     hdr_len byte, hdr	the bytes that start the entry (1 to 42)
  *     flags byte		1: sha256 follows, the object whose translated
  *				form follows hdr (else the rest is native
  *				bytes); 2: base follows, and the delta that

@@ -200,7 +200,7 @@ int xlate_tree_against(const struct xlate_opts *o, const char *t, size_t tlen,
 	int ret;
 
 	buf_reset(out);
-	if (o->from->rawsz != ref->rawsz || ref->len > UINT32_MAX / 2 ||
+	if (o->from->rawsz != ref->rawsz ||
 	    (int64_t)ref1_len != (int64_t)ref->len + (int64_t)ref->nr *
 	    ((int64_t)o->to->rawsz - (int64_t)ref->rawsz))
 		return err_set(XL_EINVALID, "a reference tree whose forms differ");

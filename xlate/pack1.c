@@ -3,7 +3,10 @@
  *
  * For every native pack the build has finished, one SHA-1 pack (version
  * 2) and its .idx (version 2) hold the SHA-1 form of every translatable
- * object of that pack, in the native pack's order.  The build lays each
+ * object of that pack, in the native pack's order.  A SHA-1 repository
+ * seen the other way round gets SHA-256 packs the same way: all that
+ * follows holds with "SHA-1" read as the translated algorithm (c->to),
+ * whose names, trailer and .idx checksum the pack takes.  The build lays each
  * one out once (xlate_pack1_update) and records in the cache what a
  * reader needs to answer stat() and any read without making the rest:
  * every entry's offset, length and where its bytes come from, the .idx
@@ -314,6 +317,16 @@ static uint32_t entry_hash(const unsigned char *p, const unsigned char *nul,
 }
 
 /*
+ * The biggest tree whose translated form's offsets fit the 32 bits of
+ * struct tree_ent: 4 GiB when entries shrink; when they grow (by 12 in
+ * at least 22 bytes), half that.
+ */
+static uint64_t tree_max(int64_t grow)
+{
+	return grow > 0 ? UINT32_MAX / 2 : UINT32_MAX;
+}
+
+/*
  * The entries of a tree whose object names are rawsz bytes long
  * (trusted: we converted it, or the walk parsed it already), into *out;
  * each is `grow` bytes longer in the translated form (names of rawsz +
@@ -593,8 +606,8 @@ static int tree_delta(const struct buf *b, const struct buf *t,
 	int ret;
 
 	buf_reset(out);
-	if (b->len > UINT32_MAX / 2 || t->len > UINT32_MAX / 2)
-		return err_set(XL_ETOOBIG, "a tree over 2 GiB");
+	if (b->len > tree_max(grow) || t->len > tree_max(grow))
+		return err_set(XL_ETOOBIG, "a tree too big for a delta");
 	if ((ret = tree_entries(b, rawsz, grow, &be, &nb)) ||
 	    (ret = tree_entries(t, rawsz, grow, &te, &nt)))
 		goto out;
@@ -692,8 +705,8 @@ int xlate_tree_delta_merged(const struct xlate_tree_ix *base, const char *t,
 	buf_reset(out);
 	if (!base->sorted || base->has_gitlink)
 		return XL_EUNSUPPORTED;
-	if (base->len > UINT32_MAX / 2 || tlen > UINT32_MAX / 2)
-		return err_set(XL_ETOOBIG, "a tree over 2 GiB");
+	if (base->len > tree_max(m.grow) || tlen > tree_max(m.grow))
+		return err_set(XL_ETOOBIG, "a tree too big for a delta");
 	if ((ret = buf_add_varint(out, (uint64_t)((int64_t)base->len +
 						  (int64_t)base->nr * m.grow))) ||
 	    (ret = buf_add_varint(out, t1->len)) ||

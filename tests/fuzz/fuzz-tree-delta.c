@@ -1,8 +1,9 @@
 /*
- * fuzz-tree-delta.c: the SHA-1 pack's tree deltas (xlate/pack1.c).  The
- * build's walk works a delta out from the two trees' native forms
- * (xlate_tree_delta_native()); readers of the pack make it again from
- * the two SHA-1 forms (xlate_tree_delta()).  A layout is only good if
+ * fuzz-tree-delta.c: the translated pack's tree deltas (xlate/pack1.c),
+ * both ways round: SHA-256 trees to SHA-1 forms, and SHA-1 trees to
+ * SHA-256 forms.  The build's walk works a delta out from the two
+ * trees' native forms (xlate_tree_delta_native()); readers of the pack
+ * make it again from the two translated forms (xlate_tree_delta()).  A layout is only good if
  * both make the same bytes, so: for a base and a target tree described
  * by the input, both ways give the same delta, and that delta, applied
  * to the base's SHA-1 form, makes the target's.
@@ -53,17 +54,79 @@ static int map_prefix(void *data, const struct oid *in, struct oid *out)
 	return 0;
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+/* And the other way round: byte i of a pool name is its first plus i. */
+static int map_extend(void *data, const struct oid *in, struct oid *out)
 {
-	struct xlate_opts o = { &hash_sha256, &hash_sha1, map_prefix, NULL,
-				XLATE_UNKNOWN_FAIL, NULL };
+	unsigned char name[32];
+
+	(void)data;
+	for (int i = 0; i < 32; i++)
+		name[i] = (unsigned char)(in->hash[0] + i);
+	oid_from_raw(out, &hash_sha256, name);
+	return 0;
+}
+
+/*
+ * Every way of making the translated pack's delta and form agrees, for
+ * native trees b and t (names of `from`) and their translated forms b1
+ * and t1 (names of `to`).
+ */
+static void check_direction(const struct hash_algo *from,
+			    const struct hash_algo *to, xlate_map_fn map,
+			    const struct buf *b, const struct buf *t,
+			    const struct buf *b1, const struct buf *t1)
+{
+	struct xlate_opts o = { from, to, map, NULL, XLATE_UNKNOWN_FAIL, NULL };
 	struct xlate_tree_ix bix, tix, mix;
 	struct buf dm = BUF_INIT, conv = BUF_INIT, against = BUF_INIT;
-	int rm;
-	struct buf b256 = BUF_INIT, t256 = BUF_INIT, b1 = BUF_INIT, t1 = BUF_INIT;
 	struct buf d1 = BUF_INIT, dn = BUF_INIT, made = BUF_INIT;
+	int r1, rn, rm;
+
+	r1 = xlate_tree_delta(to, b1, t1, &d1);
+	rn = xlate_tree_delta_native(from, to, b, t, t1, &dn);
+	fuzz_check(!r1 && !rn);
+	fuzz_check(d1.len == dn.len && !memcmp(d1.buf, dn.buf, d1.len));
+	fuzz_check(!delta_apply((const unsigned char *)b1->buf, b1->len,
+				(const unsigned char *)d1.buf, d1.len, &made));
+	fuzz_check(made.len == t1->len && !memcmp(made.buf, t1->buf, t1->len));
+
+	xlate_tree_ix_init(&bix);
+	xlate_tree_ix_init(&tix);
+	xlate_tree_ix_init(&mix);
+	fuzz_check(!xlate_tree_ix_build(&bix, from, b->buf, b->len));
+	fuzz_check(!xlate_tree_ix_build(&tix, from, t->buf, t->len));
+	rm = xlate_tree_delta_merged(&bix, t->buf, t->len, t1, to, &dm);
+	fuzz_check(!rm || rm == XL_EUNSUPPORTED);
+	if (bix.sorted && tix.sorted)
+		fuzz_check(!rm);
+	if (!rm)
+		fuzz_check(dm.len == d1.len && !memcmp(dm.buf, d1.buf, d1.len));
+	fuzz_check(!xlate_object(&o, OBJ_TREE, t->buf, t->len, &conv));
+	fuzz_check(conv.len == t1->len && !memcmp(conv.buf, t1->buf, t1->len));
+	fuzz_check(!xlate_tree_against(&o, t->buf, t->len, &bix, b1->buf,
+				       b1->len, &against, &mix));
+	fuzz_check(against.len == conv.len &&
+		   !memcmp(against.buf, conv.buf, conv.len));
+	/* and the target's index made on the way is the parsed one */
+	fuzz_check(mix.nr == tix.nr &&
+		   !memcmp(mix.at, tix.at, (tix.nr + 1) * sizeof(*tix.at)));
+	fuzz_check(!bix.sorted || mix.sorted == tix.sorted);
+	fuzz_check(mix.has_gitlink >= tix.has_gitlink);
+	xlate_tree_ix_release(&bix);
+	xlate_tree_ix_release(&tix);
+	xlate_tree_ix_release(&mix);
+	buf_release(&dm);
+	buf_release(&conv);
+	buf_release(&against);
+	buf_release(&d1);
+	buf_release(&dn);
+	buf_release(&made);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct buf b256 = BUF_INIT, t256 = BUF_INIT, b1 = BUF_INIT, t1 = BUF_INIT;
 	struct buf *into256 = &b256, *into1 = &b1;
-	int r1, rn;
 
 	if (size > 3 * 2000)
 		return 0;
@@ -80,48 +143,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fuzz_check(!add_entry(into1, 20, data[i], data[i + 1], data[i + 2]));
 		i += 3;
 	}
-	r1 = xlate_tree_delta(&hash_sha1, &b1, &t1, &d1);
-	rn = xlate_tree_delta_native(&hash_sha256, &hash_sha1, &b256, &t256, &t1, &dn);
-	fuzz_check(!r1 && !rn);
-	fuzz_check(d1.len == dn.len && !memcmp(d1.buf, dn.buf, d1.len));
-	fuzz_check(!delta_apply((const unsigned char *)b1.buf, b1.len,
-				(const unsigned char *)d1.buf, d1.len, &made));
-	fuzz_check(made.len == t1.len && !memcmp(made.buf, t1.buf, t1.len));
-
-	xlate_tree_ix_init(&bix);
-	xlate_tree_ix_init(&tix);
-	xlate_tree_ix_init(&mix);
-	fuzz_check(!xlate_tree_ix_build(&bix, &hash_sha256, b256.buf, b256.len));
-	fuzz_check(!xlate_tree_ix_build(&tix, &hash_sha256, t256.buf, t256.len));
-	rm = xlate_tree_delta_merged(&bix, t256.buf, t256.len, &t1, &hash_sha1, &dm);
-	fuzz_check(!rm || rm == XL_EUNSUPPORTED);
-	if (bix.sorted && tix.sorted)
-		fuzz_check(!rm);
-	if (!rm)
-		fuzz_check(dm.len == d1.len && !memcmp(dm.buf, d1.buf, d1.len));
-	fuzz_check(!xlate_object(&o, OBJ_TREE, t256.buf, t256.len, &conv));
-	fuzz_check(conv.len == t1.len && !memcmp(conv.buf, t1.buf, t1.len));
-	fuzz_check(!xlate_tree_against(&o, t256.buf, t256.len, &bix, b1.buf,
-				       b1.len, &against, &mix));
-	fuzz_check(against.len == conv.len &&
-		   !memcmp(against.buf, conv.buf, conv.len));
-	/* and the target's index made on the way is the parsed one */
-	fuzz_check(mix.nr == tix.nr &&
-		   !memcmp(mix.at, tix.at, (tix.nr + 1) * sizeof(*tix.at)));
-	fuzz_check(!bix.sorted || mix.sorted == tix.sorted);
-	fuzz_check(mix.has_gitlink >= tix.has_gitlink);
-	xlate_tree_ix_release(&bix);
-	xlate_tree_ix_release(&tix);
-	xlate_tree_ix_release(&mix);
-	buf_release(&dm);
-	buf_release(&conv);
-	buf_release(&against);
+	/* each entry 12 bytes shorter translated, and 12 longer the other way */
+	check_direction(&hash_sha256, &hash_sha1, map_prefix, &b256, &t256, &b1, &t1);
+	check_direction(&hash_sha1, &hash_sha256, map_extend, &b1, &t1, &b256, &t256);
 	buf_release(&b256);
 	buf_release(&t256);
 	buf_release(&b1);
 	buf_release(&t1);
-	buf_release(&d1);
-	buf_release(&dn);
-	buf_release(&made);
 	return 0;
 }
