@@ -18,7 +18,8 @@
 #     the other way round, against the same on the bench repository:
 #     warm, and cold (each side's first run after the page cache is
 #     dropped, on a fresh mount; XL_BENCH_COLD_RUNS of them, default 3);
-#   - `git rev-list --all --objects`, warm (XL_BENCH_MOUNT_RUNS runs);
+#   - `git rev-list --all --objects` and `git cat-file
+#     --batch-all-objects --batch`, warm (XL_BENCH_MOUNT_RUNS runs);
 #   - `git clone --mirror --no-hardlinks` of MNT/sha256 against the same
 #     of the bench repository (a local clone that copies the files, as
 #     it must from a mount; XL_BENCH_MOUNT_RUNS runs).
@@ -147,6 +148,7 @@ ls "$mnt/sha256/objects/pack" >"$tmp/packs"
 echo "  MNT/sha256/objects/pack holds $(grep -c . "$tmp/packs" || true) files"
 same log
 same rev-list --all --objects
+same cat-file --batch-all-objects --batch
 : >"$tmp/log.x"
 : >"$tmp/log.g"
 for _ in $(seq "$runs"); do
@@ -155,9 +157,13 @@ for _ in $(seq "$runs"); do
 done
 : >"$tmp/rl.x"
 : >"$tmp/rl.g"
+: >"$tmp/cf.x"
+: >"$tmp/cf.g"
 for _ in $(seq "$mruns"); do
 	timeit "$tmp/rl.x" git --git-dir="$mnt/sha256" rev-list --all --objects
 	timeit "$tmp/rl.g" git --git-dir="$repo" rev-list --all --objects
+	timeit "$tmp/cf.x" git --git-dir="$mnt/sha256" cat-file --batch-all-objects --batch
+	timeit "$tmp/cf.g" git --git-dir="$repo" cat-file --batch-all-objects --batch
 done
 # the clones, compared once by their refs and every object
 clone_of() {
@@ -194,6 +200,7 @@ else
 fi
 row "git log, warm" "$tmp/log.x" "$tmp/log.g" "the SHA-256 repository"
 row "git rev-list --all --objects, warm" "$tmp/rl.x" "$tmp/rl.g" "the SHA-256 repository"
+row "cat-file --batch-all-objects --batch" "$tmp/cf.x" "$tmp/cf.g" "the SHA-256 repository"
 row "clone --mirror --no-hardlinks" "$tmp/cl.x" "$tmp/cl.g" "the SHA-256 repository"
 echo "  daemon peak RSS: $(sort -n "$tmp/rss" | tail -1) MiB"
 exit $status
