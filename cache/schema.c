@@ -211,9 +211,9 @@
 	"CREATE INDEX objects_recent_retry ON objects_recent(sha256) " \
 	"WHERE retry = 1;"
 
-/* The synthesized packs' tables: the schema's, and version 2's migration. */
-#define PACK1_SCHEMA \
-	"CREATE TABLE packs1(" \
+/* The table of synthesized packs, under a name (see version 8's migration). */
+#define PACKS1_TABLE(name) \
+	"CREATE TABLE " name "(" \
 	"id INTEGER PRIMARY KEY, " \
 	"native TEXT NOT NULL, " \
 	"checksum BLOB NOT NULL, " \
@@ -222,7 +222,11 @@
 	"idx_size INTEGER NOT NULL, " \
 	"CHECK (typeof(native) = 'text' AND typeof(checksum) = 'blob' AND " \
 	"length(checksum) IN (20, 32) AND typeof(objects) = 'integer' AND " \
-	"typeof(pack_size) = 'integer' AND typeof(idx_size) = 'integer'));" \
+	"typeof(pack_size) = 'integer' AND typeof(idx_size) = 'integer'));"
+
+/* The synthesized packs' tables: the schema's, and version 2's migration. */
+#define PACK1_SCHEMA \
+	PACKS1_TABLE("packs1") \
 	"CREATE TABLE pack1_chunks(" \
 	"key INTEGER PRIMARY KEY, " \
 	"entries BLOB NOT NULL " \
@@ -251,16 +255,7 @@
  * made again with its rows (a handful: one per native pack).
  */
 #define PACKS1_CHECK_MIGRATION \
-	"CREATE TABLE packs1_new(" \
-	"id INTEGER PRIMARY KEY, " \
-	"native TEXT NOT NULL, " \
-	"checksum BLOB NOT NULL, " \
-	"objects INTEGER NOT NULL, " \
-	"pack_size INTEGER NOT NULL, " \
-	"idx_size INTEGER NOT NULL, " \
-	"CHECK (typeof(native) = 'text' AND typeof(checksum) = 'blob' AND " \
-	"length(checksum) IN (20, 32) AND typeof(objects) = 'integer' AND " \
-	"typeof(pack_size) = 'integer' AND typeof(idx_size) = 'integer'));" \
+	PACKS1_TABLE("packs1_new") \
 	"INSERT INTO packs1_new SELECT id, native, checksum, objects, " \
 	"pack_size, idx_size FROM packs1;" \
 	"DROP TABLE packs1;" \

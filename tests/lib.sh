@@ -146,6 +146,37 @@ twins() {
 	fi
 }
 
+# packs_check VIEW ALGO: every pack a mount serves in VIEW (one of its
+# Git directories) passes git verify-pack, git index-pack
+# --object-format=ALGO run outside any repository makes its .idx byte
+# for byte, and VIEW/objects/info/packs lists it (DESIGN.md §6).  What
+# fails is said; 0 if all hold.
+packs_check() {
+	pc_view=$1 pc_algo=$2 pc_ok=0
+	for idx in "$pc_view"/objects/pack/*.idx; do
+		[ -e "$idx" ] || continue
+		p=${idx%.idx}.pack
+		if ! git --git-dir="$pc_view" verify-pack "$idx" >"$TRASH/.vp" 2>&1; then
+			pc_ok=1
+			head -5 "$TRASH/.vp"
+			continue
+		fi
+		rm -rf "$TRASH/ip"
+		mkdir "$TRASH/ip"
+		cp "$p" "$TRASH/ip/x.pack"
+		if ! (cd "$TRASH/ip" && git index-pack --object-format="$pc_algo" \
+			-o x.idx x.pack >/dev/null 2>&1) || ! cmp -s "$TRASH/ip/x.idx" "$idx"; then
+			pc_ok=1
+			echo "index-pack does not rebuild $idx"
+		fi
+		grep -qx "P $(basename "$p")" "$pc_view/objects/info/packs" || {
+			pc_ok=1
+			echo "info/packs does not list $(basename "$p")"
+		}
+	done
+	return $pc_ok
+}
+
 # unpack_fixture TARBALL: one of tests/fixtures, unpacked into
 # $TRASH/NAME.  Sets t (NAME), base (the name its .tsv files go by: a
 # -loose or -multipack copy shares its original's) and R (the
