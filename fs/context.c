@@ -101,6 +101,7 @@ int xfs_setup(struct xfs *xfs, const struct xfs_conf *conf)
 	pthread_mutex_init(&xfs->status_lock, NULL);
 	pthread_mutex_init(&xfs->updater_lock, NULL);
 	pthread_cond_init(&xfs->updater_cond, NULL);
+	pthread_mutex_init(&xfs->handles_lock, NULL);
 	xfs->status.state = XFS_BUILDING;
 	xfs->memo_bytes = conf->memo_bytes ? conf->memo_bytes : XFS_MEMO_BYTES;
 	xfs->pool_readers = conf->readers;
@@ -216,6 +217,7 @@ fail:
 
 void xfs_teardown(struct xfs *xfs)
 {
+	xfs_handles_close(xfs);	/* they hold packs and the repository */
 	xfs_pool_close(xfs);
 	refsnap_teardown(xfs);
 	pack_teardown(xfs);

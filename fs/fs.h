@@ -227,6 +227,13 @@ struct xfs {
 	 */
 	int awake;
 	atomic_int handles;		/* open files and directories */
+	/*
+	 * The open handles themselves (ops.c), so that the daemon's end
+	 * can close those whose release never came: the kernel sends it
+	 * in the background, and an unmount may end the session first.
+	 */
+	pthread_mutex_t handles_lock;	/* guards open_handles */
+	struct fh *open_handles;
 	int foreground, debug;		/* -f, -d: log to stderr */
 	uid_t uid;
 	gid_t gid;
@@ -611,6 +618,8 @@ void xfs_op_open(fuse_req_t req, struct xfs *xfs, fuse_ino_t ino,
 void xfs_op_read(fuse_req_t req, struct xfs *xfs, size_t size, off_t off,
 		 struct fuse_file_info *fi);
 void xfs_op_release(fuse_req_t req, struct fuse_file_info *fi);
+/* Close the handles still open (the session is over): xfs_teardown(). */
+void xfs_handles_close(struct xfs *xfs);
 void xfs_op_opendir(fuse_req_t req, struct xfs *xfs, fuse_ino_t ino,
 		    struct fuse_file_info *fi);
 void xfs_op_readdir(fuse_req_t req, size_t size, off_t off,

@@ -28,6 +28,7 @@ enum fh_kind { FH_OBJECT, FH_TEXT, FH_DIR, FH_PACK };
 struct fh {
 	enum fh_kind kind;
 	struct xfs *xfs;
+	struct fh *prev, *next;		/* in xfs->open_handles */
 	struct objfile *obj;
 	struct packfile *pack;
 	struct buf text;
@@ -49,6 +50,12 @@ static struct fh *fh_new(struct xfs *xfs, enum fh_kind kind)
 	buf_init(&h->text);
 	h->kind = kind;
 	h->xfs = xfs;
+	pthread_mutex_lock(&xfs->handles_lock);
+	h->next = xfs->open_handles;
+	if (h->next)
+		h->next->prev = h;
+	xfs->open_handles = h;
+	pthread_mutex_unlock(&xfs->handles_lock);
 	atomic_fetch_add(&xfs->handles, 1);
 	return h;
 }
@@ -60,14 +67,38 @@ static struct fh *fh_of(const struct fuse_file_info *fi)
 
 static void fh_free(struct fh *h)
 {
+	struct xfs *xfs;
+
 	if (!h)
 		return;
+	xfs = h->xfs;
+	pthread_mutex_lock(&xfs->handles_lock);
+	if (h->prev)
+		h->prev->next = h->next;
+	else
+		xfs->open_handles = h->next;
+	if (h->next)
+		h->next->prev = h->prev;
+	pthread_mutex_unlock(&xfs->handles_lock);
 	objfile_close(h->obj);
 	packfile_close(h->xfs, h->pack);
 	buf_release(&h->text);
 	dir_listing_free(&h->dir);
 	atomic_fetch_sub(&h->xfs->handles, 1);
 	free(h);
+}
+
+void xfs_handles_close(struct xfs *xfs)
+{
+	int n = 0;
+
+	while (xfs->open_handles) {
+		fh_free(xfs->open_handles);
+		n++;
+	}
+	if (n && xfs->debug)
+		xfs_log(xfs, "closed %d handle%s whose release did not come", n,
+			n == 1 ? "" : "s");
 }
 
 void xfs_op_init(void *userdata, struct fuse_conn_info *conn)
