@@ -6,12 +6,12 @@
  * object of that pack, in the native pack's order.  A SHA-1 repository
  * seen the other way round gets SHA-256 packs the same way: all that
  * follows holds with "SHA-1" read as the translated algorithm (c->to),
- * whose names, trailer and .idx checksum the pack takes.  The build lays each
- * one out once (xlate_pack1_update) and records in the cache what a
- * reader needs to answer stat() and any read without making the rest:
- * every entry's offset, length and where its bytes come from, the .idx
- * whole (names, CRC32s, offsets), and the pack's trailer.  Reading a
- * range then makes only the entries it touches (xlate_pack1_read).
+ * whose names, trailer and .idx checksum the pack takes.  The build
+ * lays each one out once (xlate_pack1_update) and records in the cache
+ * what a reader needs to answer stat() and any read without making the
+ * rest: every entry's offset, length and where its bytes come from, the
+ * .idx whole (names, CRC32s, offsets), and the pack's trailer.  Reading
+ * a range then makes only the entries it touches (xlate_pack1_read).
  *
  * An entry is its header (`hdr` in the cache) followed by one of:
  *
@@ -884,9 +884,9 @@ static int entry_copy(const struct pack1_ctx *c, struct forms *fs,
 
 /*
  * What the layout decides for one native entry.  Its name in the pack
- * is apart, in an array of the pack's names (plan_names): a million
- * entries, so no struct oid, and 20 or 32 bytes as the pack's
- * algorithm says.
+ * is apart, in an array of the pack's names (struct layout's names): a
+ * million entries, so no struct oid, and 20 or 32 bytes each as the
+ * pack's algorithm says.
  */
 struct plan {
 	uint8_t kept;		/* in the translated pack */

@@ -192,8 +192,8 @@ int xlate_tree_merge(const struct xlate_tree_ix *ref, const char *t,
 /*
  * The translated form (o->to) of tree t (native form, tlen bytes) into
  * out (reset first), converted as xlate_object() converts it, where ref
- * indexes a tree whose translated form is ref1: what the two share is copied from ref1
- * (convert.c); t_ix (if not NULL) gets t's index (xlate_tree_merge()).
+ * indexes a tree whose translated form is ref1: what the two share is
+ * copied from ref1 (convert.c); t_ix (if not NULL) gets t's index (xlate_tree_merge()).
  * Returns what xlate_object() would, except that XL_ECORRUPT comes
  * without upstream's message: convert with xlate_object() then.
  */

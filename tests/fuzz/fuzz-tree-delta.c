@@ -3,10 +3,11 @@
  * both ways round: SHA-256 trees to SHA-1 forms, and SHA-1 trees to
  * SHA-256 forms.  The build's walk works a delta out from the two
  * trees' native forms (xlate_tree_delta_native()); readers of the pack
- * make it again from the two translated forms (xlate_tree_delta()).  A layout is only good if
- * both make the same bytes, so: for a base and a target tree described
- * by the input, both ways give the same delta, and that delta, applied
- * to the base's SHA-1 form, makes the target's.
+ * make it again from the two translated forms (xlate_tree_delta()).  A
+ * layout is only good if both make the same bytes, so: for a base and a
+ * target tree described by the input, both ways give the same delta,
+ * and that delta, applied to the base's translated form, makes the
+ * target's.
  *
  * Input: entries of three bytes (mode, name, object), the base's, then
  * 0xff, then the target's.  Names and objects come from small pools, so
